@@ -1,0 +1,145 @@
+"""Where values come from: environment variables, then secrets.toml, then config.toml.
+
+TOML files are read from ``<project>/.sparkload/`` and from a global directory, and are
+re-read on every ``load_providers()`` call: they are tiny, and re-reading means a file written
+a moment ago (by a user or a test) is always seen, with no cache to go stale.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+import tomlkit
+from tomlkit.exceptions import ParseError
+
+from sparkload.config.exceptions import ConfigValueError
+
+PROJECT_DIR_ENV = "SPARKLOAD_PROJECT_DIR"
+GLOBAL_DIR_ENV = "SPARKLOAD_GLOBAL_DIR"
+SETTINGS_DIR_NAME = ".sparkload"
+
+# Returned when a key is absent. A sentinel, not None, so "not set" never collides with a
+# caller's default (often None) or with any value a provider can hold.
+MISSING: Any = object()
+
+
+class ConfigProvider(Protocol):
+    """What resolution needs from a provider; lets tests or callers pass their own."""
+
+    name: str
+    supports_secrets: bool  # False: finding a secret here is an error, as in dlt
+    marks_secret: bool  # True: every value found here is treated as secret
+    locations: tuple[str, ...]  # files read, for "where to set it" messages
+
+    def get(self, path: tuple[str, ...]) -> Any: ...  # the value, or MISSING
+
+    def key_name(self, path: tuple[str, ...]) -> str: ...  # the name a user would set
+
+
+def project_settings_dir() -> Path:
+    """``<project>/.sparkload``: the project is $SPARKLOAD_PROJECT_DIR, else the cwd now."""
+    root = os.environ.get(PROJECT_DIR_ENV) or os.getcwd()
+    return Path(root).expanduser() / SETTINGS_DIR_NAME
+
+
+def global_settings_dir() -> Path | None:
+    """$SPARKLOAD_GLOBAL_DIR itself (it holds the TOML files), else ``~/.sparkload``."""
+    override = os.environ.get(GLOBAL_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    try:
+        return Path.home() / SETTINGS_DIR_NAME
+    except (RuntimeError, KeyError):
+        # no resolvable home (some containers): there is simply no global settings dir
+        return None
+
+
+class EnvironProvider:
+    """Environment variables named by the key path upper-cased and joined with ``__``."""
+
+    name = "environment variables"
+    supports_secrets = True
+    marks_secret = False
+    locations: tuple[str, ...] = ()
+
+    def get(self, path: tuple[str, ...]) -> Any:
+        return os.environ.get(self.key_name(path), MISSING)
+
+    @staticmethod
+    def key_name(path: tuple[str, ...]) -> str:
+        return "__".join(part.upper() for part in path)
+
+
+class TomlProvider:
+    """One TOML file name, merged from the global dir and then the project dir.
+
+    Project values override global ones key by key (tables are merged, not replaced), so a
+    global secrets.toml can hold shared credentials while a project adds its own.
+    """
+
+    def __init__(self, file_name: str, dirs: list[Path], *, supports_secrets: bool) -> None:
+        self.name = file_name
+        self.supports_secrets = supports_secrets
+        # a value a user put in secrets.toml is sensitive even if read as plain config
+        self.marks_secret = supports_secrets
+        # dirs are given most important first; merge least important first
+        unique = list(dict.fromkeys(dirs))
+        self.locations = tuple(str(d / file_name) for d in unique)
+        self._doc: dict[str, Any] = {}
+        for directory in reversed(unique):
+            _deep_merge(self._doc, _read_toml(directory / file_name))
+
+    def get(self, path: tuple[str, ...]) -> Any:
+        node: Any = self._doc
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                return MISSING
+            node = node[part]
+        return node
+
+    @staticmethod
+    def key_name(path: tuple[str, ...]) -> str:
+        return ".".join(path)
+
+
+def load_providers() -> list[ConfigProvider]:
+    """Fresh providers in lookup order, reading the TOML files as they are now."""
+    dirs = [project_settings_dir()]
+    global_dir = global_settings_dir()
+    if global_dir is not None:
+        dirs.append(global_dir)
+    return [
+        EnvironProvider(),
+        TomlProvider("secrets.toml", dirs, supports_secrets=True),
+        # dlt's config.toml provider does not support secrets; resolve.py enforces that
+        TomlProvider("config.toml", dirs, supports_secrets=False),
+    ]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    error: ParseError | None = None
+    try:
+        # unwrap() turns tomlkit's str/int/table wrappers into plain Python values
+        return tomlkit.parse(text).unwrap()
+    except ParseError as exc:
+        error = exc
+    # Raised outside the except block so the parse error (whose text can quote the file,
+    # i.e. a secret) is not chained as __context__; only the position is reported.
+    raise ConfigValueError(
+        f"cannot parse {path}: invalid TOML at line {error.line}, column {error.col}",
+        key=str(path),
+    )
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> None:
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _deep_merge(base[key], value)
+        else:
+            base[key] = value

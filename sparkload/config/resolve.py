@@ -1,0 +1,106 @@
+"""Find a value for a name across providers and sections, dlt's way.
+
+Providers are the outer loop and sections the inner one: an environment variable under any
+section wins over secrets.toml under the most specific section, because dlt stops at the
+first provider that has the value and does not consult lower-priority providers.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sparkload.config.coercion import coerce
+from sparkload.config.exceptions import ConfigFieldMissingError, ConfigValueError
+from sparkload.config.providers import MISSING, ConfigProvider, load_providers
+from sparkload.config.secret import wrap_secret
+
+SECRETS_NOTE = "Secrets are read only from environment variables and secrets.toml."
+
+
+def lookup_keys(sections: tuple[str, ...], name: str) -> list[tuple[str, ...]]:
+    """Key paths for ``name``, most specific first: every prefix of ``sections``, longest to
+    empty. ``(("sources", "src", "res"), "arg")`` gives ``sources.src.res.arg``,
+    ``sources.src.arg``, ``sources.arg`` and ``arg``."""
+    return [(*sections[:n], name) for n in range(len(sections), -1, -1)]
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One name to resolve and how: its candidate paths, secrecy and expected type."""
+
+    label: str  # how messages refer to it: a parameter name or a dotted key
+    paths: list[tuple[str, ...]]
+    secret: bool = False
+    annotation: Any = inspect.Parameter.empty
+
+
+def resolve(lookup: Lookup, providers: Sequence[ConfigProvider] | None = None) -> Any:
+    """The coerced (and, for secrets, wrapped) value, or MISSING if no provider has it."""
+    for provider in load_providers() if providers is None else providers:
+        for path in lookup.paths:
+            value = provider.get(path)
+            if value is MISSING:
+                continue
+            key = provider.key_name(path)
+            if lookup.secret and not provider.supports_secrets:
+                # dlt fails resolution when a secret turns up in a provider that does not
+                # support secrets (config.toml), so a leaked secret is moved, not ignored.
+                raise ConfigValueError(
+                    f"'{key}' is a secret but was found in {_where(provider)}. {SECRETS_NOTE} Move it there.",
+                    key=key,
+                )
+            secret = lookup.secret or provider.marks_secret
+            value = coerce(value, lookup.annotation, key=key, secret=secret)
+            return wrap_secret(value) if secret else value
+    return MISSING
+
+
+def tried(lookup: Lookup, providers: Sequence[ConfigProvider]) -> dict[str, list[str]]:
+    """Provider description -> names looked up there, in lookup order."""
+    return {
+        _where(provider): [provider.key_name(path) for path in lookup.paths]
+        for provider in providers
+        # a secret is never taken from these, so telling the user to set it there is wrong
+        if provider.supports_secrets or not lookup.secret
+    }
+
+
+def missing_error(
+    missing: Sequence[Lookup], providers: Sequence[ConfigProvider], function: str | None = None
+) -> ConfigFieldMissingError:
+    """One error for every unresolved lookup, telling the user exactly which names to set."""
+    labels = ", ".join(f"'{lookup.label}'" for lookup in missing)
+    if function is None:
+        kind = "secret" if all(lookup.secret for lookup in missing) else "config value"
+        head = f"missing {kind} {labels}:"
+    else:
+        what = "a value for parameter" if len(missing) == 1 else "values for parameters"
+        head = f"missing {what} {labels} of {function}():"
+    lines = [head]
+    for lookup in missing:
+        kind = "secret" if lookup.secret else "config value"
+        lines.append(f"  {lookup.label} ({kind}); set one of, first found wins:")
+        for where, names in tried(lookup, providers).items():
+            lines.append(f"    {where}: {', '.join(names)}")
+    if any(lookup.secret for lookup in missing):
+        lines.append(SECRETS_NOTE)
+    return ConfigFieldMissingError(
+        "\n".join(lines),
+        fields=[lookup.label for lookup in missing],
+        tried={lookup.label: _flat(tried(lookup, providers)) for lookup in missing},
+        function=function,
+    )
+
+
+def _flat(names_by_provider: dict[str, list[str]]) -> list[str]:
+    # both TOML files use the same dotted keys; list each name once, in lookup order
+    return list(dict.fromkeys(n for names in names_by_provider.values() for n in names))
+
+
+def _where(provider: ConfigProvider) -> str:
+    if not provider.locations:
+        return provider.name
+    return f"{provider.name} ({', '.join(provider.locations)})"

@@ -1,0 +1,68 @@
+"""Secret values that keep out of logs, reprs and exception messages."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+REDACTED = "***"
+
+
+class TSecretValue(str):
+    """A string that reprs as ``***``.
+
+    It stays a ``str`` so ``str(v)``, f-strings and HTTP headers get the real text, while
+    ``repr()`` (and so the repr of any dict, tuple or BoundArguments holding it) hides it.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return REDACTED
+
+
+def wrap_secret(value: Any) -> Any:
+    """Mark every string in ``value`` as secret; dicts and lists keep their plain types.
+
+    Nested strings are wrapped too, so a credentials dict from secrets.toml prints as
+    ``{'user': ***, 'password': ***}`` instead of leaking when someone logs it.
+    """
+    if isinstance(value, TSecretValue):
+        return value
+    if isinstance(value, str):
+        return TSecretValue(value)
+    # exact types only: rebuilding a caller's dict subclass or namedtuple could break it
+    if type(value) is dict:
+        return {key: wrap_secret(item) for key, item in value.items()}
+    if type(value) is list:
+        return [wrap_secret(item) for item in value]
+    if type(value) is tuple:
+        return tuple(wrap_secret(item) for item in value)
+    return value
+
+
+def redact(values: Mapping[str, Any] | inspect.BoundArguments) -> dict[str, Any]:
+    """Return a copy of ``values`` with secrets replaced by ``'***'``, for logging.
+
+    Secrets are recognised as TSecretValue strings at any depth of dicts, lists and tuples.
+    Given the result of ``bind_config``, every secret parameter is replaced whole, which also
+    covers non-string secrets (an int PIN) that cannot carry a marker of their own.
+    """
+    secret_names: frozenset[str] = getattr(values, "secret_names", frozenset())
+    mapping = values.arguments if isinstance(values, inspect.BoundArguments) else values
+    return {
+        name: REDACTED if name in secret_names else _redact_value(value) for name, value in mapping.items()
+    }
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, TSecretValue):
+        return REDACTED
+    if isinstance(value, dict):
+        return {key: _redact_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_redact_value(item) for item in value)
+    return value

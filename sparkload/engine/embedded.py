@@ -1,0 +1,55 @@
+"""The embedded engine: one Sail Spark Connect server per Python process.
+
+Sail runs inside this process (no JVM), so start-up costs well under a second. Every
+pipeline in the process shares the one server; it stops when the interpreter exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from typing import Any
+
+from sparkload.exceptions import EngineError
+
+logger = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_server: Any = None
+_remote_url: str | None = None
+
+
+def embedded_remote_url() -> str:
+    """Start the embedded Sail server once and return its ``sc://`` address."""
+    global _server, _remote_url
+    with _lock:
+        if _remote_url is not None:
+            return _remote_url
+        try:
+            from pysail.spark import SparkConnectServer
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise EngineError(
+                "The embedded engine needs the 'local' extra: pip install 'sparkload[local]' "
+                "(or pass spark= / set SPARKLOAD_SPARK_REMOTE to use another Spark)."
+            ) from exc
+        server = SparkConnectServer(ip="127.0.0.1", port=0)
+        server.start(background=True)
+        _, port = server.listening_address
+        _server = server
+        _remote_url = f"sc://127.0.0.1:{port}"
+        atexit.register(_stop)
+        logger.info("started embedded Sail Spark Connect server at %s", _remote_url)
+        return _remote_url
+
+
+def _stop() -> None:
+    global _server, _remote_url
+    with _lock:
+        if _server is not None:
+            try:
+                _server.stop()
+            except Exception:  # pragma: no cover - best effort at interpreter exit
+                logger.debug("embedded server did not stop cleanly", exc_info=True)
+        _server = None
+        _remote_url = None

@@ -1,0 +1,51 @@
+"""Pick the SparkSession a pipeline runs on.
+
+Order: an explicit ``spark=`` argument (a SparkSession or an ``sc://`` URL), then the
+``SPARKLOAD_SPARK_REMOTE`` environment variable, then ``engine.remote`` in config.toml,
+then the embedded Sail server.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sparkload.config import get_config_value
+from sparkload.engine.embedded import embedded_remote_url
+from sparkload.exceptions import EngineError
+
+# Every timestamp sparkload writes is UTC; the session must not shift them to local time.
+SESSION_CONF = {"spark.sql.session.timeZone": "UTC"}
+
+
+def resolve_spark(spark: Any = None) -> Any:
+    """Return a SparkSession for ``spark`` (a session, an ``sc://`` URL, or None)."""
+    if spark is not None and not isinstance(spark, str):
+        _configure(spark)
+        return spark
+    url = spark or os.environ.get("SPARKLOAD_SPARK_REMOTE") or get_config_value("engine.remote")
+    if not url:
+        url = embedded_remote_url()
+    return _connect(str(url))
+
+
+def _connect(url: str) -> Any:
+    if not url.startswith("sc://"):
+        raise EngineError(f"a remote Spark must be a Spark Connect URL starting with sc://, got {url!r}")
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise EngineError(
+            "PySpark is not installed: pip install 'sparkload[local]' (or pyspark-client)"
+        ) from exc
+    builder = SparkSession.builder.remote(url)
+    for key, value in SESSION_CONF.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    _configure(session)
+    return session
+
+
+def _configure(session: Any) -> None:
+    for key, value in SESSION_CONF.items():
+        session.conf.set(key, value)

@@ -1,0 +1,125 @@
+"""``@sl.resource``, ``@sl.source`` and ``@sl.transformer`` with dlt's signatures."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from sparkload.config import bind_config
+from sparkload.exceptions import ResourceError
+from sparkload.extract.hints import TableHints
+from sparkload.extract.resource import Resource, current_source_name
+from sparkload.extract.source import Source
+
+
+def resource(
+    data: Any = None,
+    /,
+    name: str | None = None,
+    table_name: Any = None,
+    write_disposition: Any = None,
+    primary_key: Any = None,
+    merge_key: Any = None,
+    columns: Any = None,
+    max_table_nesting: int | None = None,
+    selected: bool = True,
+    parallelized: bool = False,
+    **_ignored: Any,
+) -> Any:
+    """Make a resource of a generator function (as a decorator) or of data (called)."""
+
+    def wrap(target: Any) -> Resource:
+        resource_name = name or getattr(target, "__name__", None)
+        if not resource_name or resource_name == "<lambda>":
+            raise ResourceError("a resource made from data needs name=")
+        hints = TableHints.build(
+            table_name, write_disposition, primary_key, merge_key, columns, max_table_nesting
+        )
+        made = Resource(resource_name, target, hints, selected=selected, parallelized=parallelized)
+        if callable(target):
+            functools.update_wrapper(made, target)  # type: ignore[arg-type]
+        return made
+
+    if data is None:
+        return wrap
+    return wrap(data)
+
+
+def transformer(
+    f: Callable[..., Any] | None = None,
+    /,
+    data_from: Resource | None = None,
+    name: str | None = None,
+    table_name: Any = None,
+    write_disposition: Any = None,
+    primary_key: Any = None,
+    merge_key: Any = None,
+    columns: Any = None,
+    max_table_nesting: int | None = None,
+    selected: bool = True,
+    parallelized: bool = False,
+) -> Any:
+    """A resource fed by another resource's items: ``fn(item, *args)`` yields new items."""
+
+    def wrap(func: Callable[..., Any]) -> Resource:
+        hints = TableHints.build(
+            table_name, write_disposition, primary_key, merge_key, columns, max_table_nesting
+        )
+        made = Resource(
+            name or func.__name__,
+            func,
+            hints,
+            selected=selected,
+            parallelized=parallelized,
+            data_from=data_from,
+        )
+        functools.update_wrapper(made, func)  # type: ignore[arg-type]
+        return made
+
+    if f is None:
+        return wrap
+    return wrap(f)
+
+
+def source(
+    func: Callable[..., Any] | None = None,
+    /,
+    name: str | None = None,
+    max_table_nesting: int | None = None,
+    root_key: bool = False,
+    **_ignored: Any,
+) -> Any:
+    """Make a source function: calling it returns a Source of the resources it returns."""
+
+    def wrap(f: Callable[..., Any]) -> Callable[..., Source]:
+        source_name = name or f.__name__
+
+        @functools.wraps(f)
+        def make_source(*args: Any, **kwargs: Any) -> Source:
+            bound = bind_config(f, args, kwargs, sections=("sources", source_name))
+            token = current_source_name.set(source_name)
+            try:
+                produced = f(*bound.args, **bound.kwargs)
+                resources = list(_as_resources(source_name, produced))
+            finally:
+                current_source_name.reset(token)
+            return Source(source_name, resources, root_key=root_key, max_table_nesting=max_table_nesting)
+
+        return make_source
+
+    if func is None:
+        return wrap
+    return wrap(func)
+
+
+def _as_resources(source_name: str, produced: Any) -> list[Resource]:
+    if isinstance(produced, Resource):
+        return [produced]
+    if inspect.isgenerator(produced) or isinstance(produced, (list, tuple)):
+        items = list(produced)
+        if all(isinstance(item, Resource) for item in items):
+            return items
+    # Plain data returned from a source becomes one resource named after the source.
+    return [Resource(source_name, produced, TableHints.build(), section=source_name)]

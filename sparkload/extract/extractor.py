@@ -1,0 +1,220 @@
+"""Run resources and stream their items into the staged files of a load package."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from sparkload.exceptions import ExtractError, UnsupportedItemError
+from sparkload.extract.hints import TableHints
+from sparkload.extract.items import is_arrow, is_pandas, to_arrow
+from sparkload.extract.resource import Resource
+from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
+from sparkload.extract.storage import TableFiles
+from sparkload.normalize.naming import normalize_path, normalize_table_name
+from sparkload.pipeline.current import resource_scope
+
+_END = object()
+
+
+@dataclasses.dataclass
+class ExtractedTable:
+    """One table of a package: who filled it, its hints and how many rows it got."""
+
+    name: str
+    resource: str
+    hints: dict[str, Any]
+    rows: int = 0
+    # The staged NDJSON's schema, inferred while extracting (None: infer at normalize).
+    json_schema: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class ExtractPlanItem:
+    """A resource to run, with the source-wide settings that apply to it."""
+
+    resource: Resource
+    source_name: str
+    root_key: bool = False
+    max_table_nesting: int | None = None
+    children: list[ExtractPlanItem] = dataclasses.field(default_factory=list)
+
+
+def normalize_column_path(name: str) -> str:
+    """``"user__firstName"`` → ``"user__first_name"``: each part of a flattened path."""
+    return normalize_path([part for part in name.split("__") if part] or [name])
+
+
+def hints_for_manifest(hints: TableHints, root_key: bool, max_table_nesting: int | None) -> dict[str, Any]:
+    wd = hints.write_disposition
+    nesting = hints.max_table_nesting if hints.max_table_nesting is not None else max_table_nesting
+    # Hints name columns as the user wrote them; tables use normalized names.
+    return {
+        "write_disposition": wd.to_dict(),
+        "primary_key": [normalize_column_path(k) for k in hints.primary_key],
+        "merge_key": [normalize_column_path(k) for k in hints.merge_key],
+        "columns": {normalize_column_path(name): dict(col) for name, col in hints.columns.items()},
+        "max_table_nesting": nesting,
+        # Merge tables always carry the root key so deletes can reach nested rows.
+        "root_key": root_key or wd.disposition == "merge",
+    }
+
+
+class Extractor:
+    """Writes every item of the planned resources into ``extracted_dir``."""
+
+    def __init__(
+        self,
+        extracted_dir: Path,
+        on_rows: Callable[[int], None] | None = None,
+        on_file_closed: Callable[[str, Path], None] | None = None,
+    ) -> None:
+        self.extracted_dir = extracted_dir
+        self.tables: dict[str, ExtractedTable] = {}
+        self._files: dict[str, TableFiles] = {}  # by normalized table name
+        self._by_raw_name: dict[str, TableFiles] = {}  # by the name the resource gave
+        self._on_rows = on_rows
+        self._on_file_closed = on_file_closed
+        self._count = 0
+
+    def run(self, plan: list[ExtractPlanItem]) -> dict[str, ExtractedTable]:
+        try:
+            for entry in plan:
+                self._extract(entry, entry.resource.iter_items())
+        finally:
+            for files in self._files.values():
+                files.close()
+        for name, files in self._files.items():
+            self.tables[name].rows = files.rows
+        return self.tables
+
+    def _extract(self, entry: ExtractPlanItem, items: Iterator[Any]) -> None:
+        with resource_scope(entry.source_name, entry.resource.name):
+            self._write_items(entry, items)
+
+    def _write_items(self, entry: ExtractPlanItem, items: Iterator[Any]) -> None:
+        resource = entry.resource
+        static_table = None if callable(resource.table_name) else str(resource.table_name)
+        children = entry.children
+        if static_table is not None and not children:
+            items = self._write_leading_dicts(entry, static_table, items)
+        files: TableFiles | None = None
+        position = -1
+        try:
+            # The hot loop: one type check, one serialization and one buffer append per row.
+            for position, item in enumerate(items):
+                if type(item) is dict:
+                    if static_table is None:
+                        files = self._files_for(resource.compute_table_name(item), entry)
+                    elif files is None:
+                        files = self._files_for(static_table, entry)
+                    try:
+                        files.write_line(dumps_row(item))
+                    except (TypeError, orjson.JSONEncodeError) as exc:
+                        raise explain_failure(resource.name, position, item, exc) from None
+                elif item is None:
+                    continue
+                else:
+                    self._write_other(entry, static_table, position, item)
+                if children:
+                    for child in children:
+                        self._extract(child, child.resource.iter_items_from(iter((item,))))
+                if self._on_rows is not None and position % 10000 == 0:
+                    self._count += 10000
+                    self._on_rows(self._count)
+        except ExtractError:
+            raise
+        except Exception as exc:
+            where = f" after item {position}" if position >= 0 else ""
+            raise ExtractError(resource.name, f"failed{where}: {type(exc).__name__}: {exc}") from exc
+
+    def _write_leading_dicts(self, entry: ExtractPlanItem, table: str, items: Iterator[Any]) -> Iterator[Any]:
+        """The hot path: a run of plain dicts for one table, serialized in a tight loop.
+
+        Returns the rest of ``items`` (from the first non-dict on) for the general loop.
+        """
+        dumps, default, options, nul_string, tag_count = batch_serializer()
+        files = self._files_for(table, entry)
+        batch: list[bytes] = []
+        append = batch.append
+        position = 0
+        item: Any = None
+        try:
+            for item in items:
+                if type(item) is not dict:
+                    break
+                before = tag_count[0]
+                line = dumps(item, default=default, option=options)
+                if nul_string in line:
+                    line = check_tags(item, line, before)
+                append(line)
+                position += 1
+                if len(batch) == 10000:
+                    files.write_lines(batch)
+                    batch.clear()
+                    if self._on_rows is not None:
+                        self._count += 10000
+                        self._on_rows(self._count)
+            else:
+                item = _END
+        except (TypeError, orjson.JSONEncodeError) as exc:
+            raise explain_failure(entry.resource.name, position, item, exc) from None
+        finally:
+            files.write_lines(batch)
+        if item is _END:
+            return iter(())
+        return itertools.chain((item,), items)
+
+    def _write_other(
+        self, entry: ExtractPlanItem, static_table: str | None, position: int, item: Any
+    ) -> None:
+        resource = entry.resource
+        if isinstance(item, dict):  # a dict subclass (OrderedDict, ...)
+            item = dict(item)
+            files = self._files_for(static_table or resource.compute_table_name(item), entry)
+            try:
+                files.write_line(dumps_row(item))
+            except (TypeError, orjson.JSONEncodeError) as exc:
+                raise explain_failure(resource.name, position, item, exc) from None
+        elif is_arrow(item) or is_pandas(item):
+            files = self._files_for(static_table or resource.compute_table_name(item), entry)
+            try:
+                table = to_arrow(item)
+            except Exception as exc:
+                raise ExtractError(
+                    resource.name, f"item {position} cannot be converted to Arrow: {exc}"
+                ) from exc
+            files.write_arrow(table)
+        else:
+            raise UnsupportedItemError(
+                resource.name,
+                f"item {position} is a {type(item).__name__}; a resource must yield "
+                "dicts, lists of dicts, Arrow tables or pandas DataFrames",
+            )
+
+    def _files_for(self, table: str, entry: ExtractPlanItem) -> TableFiles:
+        files = self._by_raw_name.get(table)
+        if files is not None:
+            return files
+        name = normalize_table_name(table)
+        if name not in self.tables:
+            hints = hints_for_manifest(entry.resource.hints, entry.root_key, entry.max_table_nesting)
+            self.tables[name] = ExtractedTable(name, entry.resource.name, hints)
+        files = self._files.get(name)
+        if files is None:
+            listener = None
+            if self._on_file_closed is not None:
+                notify = self._on_file_closed
+                listener = lambda path, name=name: notify(name, path)  # noqa: E731
+            files = TableFiles(self.extracted_dir / name, listener)
+            self._files[name] = files
+        self._by_raw_name[table] = files
+        return files

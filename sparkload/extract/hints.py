@@ -1,0 +1,152 @@
+"""Table hints: how a resource's rows land (table name, write disposition, keys, columns)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
+
+from sparkload.exceptions import ResourceError
+
+TTableName = Union[str, Callable[[Any], str]]
+TKey = Union[str, Sequence[str]]
+TColumnHints = Mapping[str, Mapping[str, Any]]
+
+DISPOSITIONS = ("append", "replace", "merge")
+MERGE_STRATEGIES = ("delete-insert", "upsert", "insert-only", "scd2")
+# Column hints sparkload understands; others are kept and ignored, as dlt does.
+DATA_TYPES = ("text", "bigint", "double", "bool", "decimal", "date", "timestamp", "binary", "time", "json")
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteDisposition:
+    """A parsed write disposition: ``"merge"`` or ``{"disposition": "merge", ...}``."""
+
+    disposition: str = "append"
+    strategy: str | None = None
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, value: str | Mapping[str, Any] | WriteDisposition | None) -> WriteDisposition:
+        if value is None:
+            return cls()
+        if isinstance(value, WriteDisposition):
+            return value
+        if isinstance(value, str):
+            spec: dict[str, Any] = {"disposition": value}
+        elif isinstance(value, Mapping):
+            spec = dict(value)
+        else:
+            raise ResourceError(f"write_disposition must be a string or a dict, got {value!r}")
+        disposition = spec.pop("disposition", None)
+        if disposition not in DISPOSITIONS:
+            raise ResourceError(
+                f"write_disposition must be one of {', '.join(DISPOSITIONS)}, got {disposition!r}"
+            )
+        strategy = spec.pop("strategy", None)
+        if disposition == "merge":
+            strategy = strategy or "delete-insert"
+            if strategy not in MERGE_STRATEGIES:
+                raise ResourceError(
+                    f"merge strategy must be one of {', '.join(MERGE_STRATEGIES)}, got {strategy!r}"
+                )
+        elif strategy is not None:
+            raise ResourceError(f"a strategy applies only to merge, not to {disposition!r}")
+        return cls(disposition, strategy, spec)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"disposition": self.disposition}
+        if self.strategy:
+            out["strategy"] = self.strategy
+        out.update(self.options)
+        return out
+
+
+def as_key(value: TKey | None) -> tuple[str, ...]:
+    """A key hint as a tuple of column names (``"id"`` → ``("id",)``)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+def parse_columns(columns: Any) -> dict[str, dict[str, Any]]:
+    """Column hints as ``{name: {hint: value}}`` from dlt's dict or list-of-dicts forms."""
+    if columns is None:
+        return {}
+    if isinstance(columns, Mapping):
+        items = [(name, dict(hints or {})) for name, hints in columns.items()]
+    elif isinstance(columns, Sequence) and not isinstance(columns, str):
+        items = []
+        for column in columns:
+            if not isinstance(column, Mapping) or "name" not in column:
+                raise ResourceError(f"a column hint in a list needs a 'name': {column!r}")
+            hints = dict(column)
+            items.append((str(hints.pop("name")), hints))
+    else:
+        raise ResourceError(f"columns must be a dict or a list of dicts, got {type(columns).__name__}")
+    out: dict[str, dict[str, Any]] = {}
+    for name, hints in items:
+        data_type = hints.get("data_type")
+        if data_type is not None and data_type not in DATA_TYPES:
+            raise ResourceError(
+                f"column '{name}': data_type must be one of {', '.join(DATA_TYPES)}, got {data_type!r}"
+            )
+        out[name] = hints
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class TableHints:
+    """Everything a resource declares about the table(s) it fills."""
+
+    table_name: TTableName | None = None
+    write_disposition: WriteDisposition = dataclasses.field(default_factory=WriteDisposition)
+    primary_key: tuple[str, ...] = ()
+    merge_key: tuple[str, ...] = ()
+    columns: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    max_table_nesting: int | None = None
+
+    @classmethod
+    def build(
+        cls,
+        table_name: TTableName | None = None,
+        write_disposition: Any = None,
+        primary_key: TKey | None = None,
+        merge_key: TKey | None = None,
+        columns: Any = None,
+        max_table_nesting: int | None = None,
+    ) -> TableHints:
+        return cls(
+            table_name=table_name,
+            write_disposition=WriteDisposition.parse(write_disposition),
+            primary_key=as_key(primary_key),
+            merge_key=as_key(merge_key),
+            columns=parse_columns(columns),
+            max_table_nesting=max_table_nesting,
+        )
+
+    def merge(self, **changes: Any) -> TableHints:
+        """Hints with ``changes`` applied; ``None`` means "leave as is" (dlt's apply_hints)."""
+        current = self
+        if changes.get("table_name") is not None:
+            current = dataclasses.replace(current, table_name=changes["table_name"])
+        if changes.get("write_disposition") is not None:
+            wd = WriteDisposition.parse(changes["write_disposition"])
+            current = dataclasses.replace(current, write_disposition=wd)
+        if changes.get("primary_key") is not None:
+            current = dataclasses.replace(current, primary_key=as_key(changes["primary_key"]))
+        if changes.get("merge_key") is not None:
+            current = dataclasses.replace(current, merge_key=as_key(changes["merge_key"]))
+        if changes.get("columns") is not None:
+            merged = {name: dict(hints) for name, hints in current.columns.items()}
+            for name, hints in parse_columns(changes["columns"]).items():
+                merged.setdefault(name, {}).update(hints)
+            current = dataclasses.replace(current, columns=merged)
+        if changes.get("max_table_nesting") is not None:
+            current = dataclasses.replace(current, max_table_nesting=changes["max_table_nesting"])
+        return current
+
+    def column_names_with(self, hint: str) -> tuple[str, ...]:
+        return tuple(name for name, hints in self.columns.items() if hints.get(hint))

@@ -1,0 +1,57 @@
+"""What a resource may yield, and how a yielded value splits into data items."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+
+def is_arrow(item: Any) -> bool:
+    return isinstance(item, (pa.Table, pa.RecordBatch))
+
+
+def is_pandas(item: Any) -> bool:
+    # Checked by name so pandas is imported only by users who have it.
+    cls = type(item)
+    return cls.__name__ == "DataFrame" and cls.__module__.startswith("pandas")
+
+
+def to_arrow(item: Any) -> pa.Table:
+    if isinstance(item, pa.RecordBatch):
+        return pa.Table.from_batches([item])
+    if isinstance(item, pa.Table):
+        return item
+    return pa.Table.from_pandas(item, preserve_index=False)
+
+
+def iterate_any(data: Any) -> Iterator[Any]:
+    """An iterator over a generator, an async generator, an iterable or a single value.
+
+    Returns the generator itself where it can, so no wrapper sits on the hot path and
+    closing the iterator closes the user's generator.
+    """
+    if inspect.isasyncgen(data):
+        return _drain_async(data)
+    if isinstance(data, (dict, str, bytes)) or is_arrow(data) or is_pandas(data):
+        return iter((data,))
+    if isinstance(data, Iterable):
+        return iter(data)
+    return iter((data,))
+
+
+def _drain_async(agen: Any) -> Iterator[Any]:
+    # Async resources run on a private event loop so a plain script needs no asyncio code.
+    loop = asyncio.new_event_loop()
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(agen.__anext__())
+            except StopAsyncIteration:
+                break
+    finally:
+        loop.run_until_complete(agen.aclose())
+        loop.close()

@@ -1,0 +1,44 @@
+"""Steps applied to a resource's items after they leave the generator (add_map & co.)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+STEP_KINDS = ("map", "filter", "yield_map")
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    kind: str
+    func: Callable[[Any], Any]
+
+
+def apply_steps(items: Iterator[Any], steps: tuple[Step, ...]) -> Iterator[Any]:
+    """Run every item through ``steps`` in order; a map returning None drops the item."""
+    if not steps:
+        return items  # no wrapper on the hot path
+    return _apply(items, steps)
+
+
+def _apply(items: Iterable[Any], steps: tuple[Step, ...]) -> Iterator[Any]:
+    for item in items:
+        yield from _run(item, steps, 0)
+
+
+def _run(item: Any, steps: tuple[Step, ...], start: int) -> Iterator[Any]:
+    for index in range(start, len(steps)):
+        step = steps[index]
+        if step.kind == "map":
+            item = step.func(item)
+            if item is None:
+                return
+        elif step.kind == "filter":
+            if not step.func(item):
+                return
+        else:  # yield_map: one item in, any number out; the rest of the steps see each
+            for produced in step.func(item):
+                yield from _run(produced, steps, index + 1)
+            return
+    yield item

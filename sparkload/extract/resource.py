@@ -1,0 +1,219 @@
+"""A resource: a named source of items plus the hints for the table(s) they land in."""
+
+from __future__ import annotations
+
+import contextvars
+import copy
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from sparkload.config import bind_config
+from sparkload.exceptions import ResourceError
+from sparkload.extract.hints import TableHints, TTableName, WriteDisposition
+from sparkload.extract.items import iterate_any
+from sparkload.extract.pipes import Step, apply_steps
+
+# The name of the source whose function is running, so resources created inside it
+# resolve config from ``sources.<source>.<resource>``.
+current_source_name: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "sparkload_current_source", default=None
+)
+
+
+class Resource:
+    """dlt's DltResource: iterate it to get its items; hints say how they land."""
+
+    def __init__(
+        self,
+        name: str,
+        data: Any,
+        hints: TableHints,
+        *,
+        selected: bool = True,
+        parallelized: bool = False,
+        data_from: Resource | None = None,
+        section: str | None = None,
+    ) -> None:
+        self.name = name
+        self.hints = hints
+        self.selected = selected
+        self.parallelized = parallelized
+        self.section = section if section is not None else current_source_name.get()
+        # A function not called yet (resolved with config at extract), or data to iterate.
+        self._func: Callable[..., Any] | None = data if _is_function(data) else None
+        self._data: Any = None if self._func is not None else data
+        self._bound_args: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
+        self._data_from = data_from
+        self._steps: tuple[Step, ...] = ()
+        self._limit: int | None = None
+        if data_from is not None and self._func is None:
+            raise ResourceError(f"transformer '{name}' must be a function taking the item")
+
+    # -- identity and hints -------------------------------------------------------------
+    @property
+    def is_transformer(self) -> bool:
+        return self._data_from is not None
+
+    @property
+    def table_name(self) -> TTableName:
+        return self.hints.table_name if self.hints.table_name is not None else self.name
+
+    @property
+    def write_disposition(self) -> WriteDisposition:
+        return self.hints.write_disposition
+
+    def apply_hints(
+        self,
+        table_name: TTableName | None = None,
+        write_disposition: Any = None,
+        primary_key: Any = None,
+        merge_key: Any = None,
+        columns: Any = None,
+        max_table_nesting: int | None = None,
+    ) -> Resource:
+        """Change the hints in place (None leaves a hint as it is); returns the resource."""
+        self.hints = self.hints.merge(
+            table_name=table_name,
+            write_disposition=write_disposition,
+            primary_key=primary_key,
+            merge_key=merge_key,
+            columns=columns,
+            max_table_nesting=max_table_nesting,
+        )
+        return self
+
+    def with_name(self, new_name: str) -> Resource:
+        """A copy under another name (and table name, unless one was set explicitly)."""
+        clone = self._clone()
+        clone.name = new_name
+        return clone
+
+    def compute_table_name(self, item: Any) -> str:
+        table_name = self.table_name
+        if callable(table_name):
+            return str(table_name(item))
+        return table_name
+
+    # -- pipe steps -----------------------------------------------------------------------
+    def add_map(self, func: Callable[[Any], Any], insert_at: int | None = None) -> Resource:
+        return self._add_step(Step("map", func), insert_at)
+
+    def add_filter(self, func: Callable[[Any], bool], insert_at: int | None = None) -> Resource:
+        return self._add_step(Step("filter", func), insert_at)
+
+    def add_yield_map(self, func: Callable[[Any], Any], insert_at: int | None = None) -> Resource:
+        return self._add_step(Step("yield_map", func), insert_at)
+
+    def add_limit(self, max_items: int) -> Resource:
+        """Stop after ``max_items`` yields of the generator (dlt counts pages, not rows)."""
+        self._limit = max_items
+        return self
+
+    def _add_step(self, step: Step, insert_at: int | None) -> Resource:
+        steps = list(self._steps)
+        steps.insert(len(steps) if insert_at is None else insert_at, step)
+        self._steps = tuple(steps)
+        return self
+
+    # -- binding arguments ----------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Resource:
+        """Bind arguments to the resource function; returns a new resource."""
+        if self._func is None:
+            raise ResourceError(f"resource '{self.name}' wraps data, not a function; it cannot be called")
+        clone = self._clone()
+        clone._bind(args, kwargs)
+        return clone
+
+    def bind(self, *args: Any, **kwargs: Any) -> Resource:
+        """Bind arguments in place (dlt's ``bind``); returns the resource."""
+        if self._func is None:
+            raise ResourceError(f"resource '{self.name}' wraps data, not a function; it cannot be bound")
+        self._bind(args, kwargs)
+        return self
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self._bound_args = (args, kwargs)
+
+    def _sections(self) -> tuple[str, ...]:
+        return ("sources", self.section, self.name) if self.section else ("sources", self.name)
+
+    def _call_function(self, *leading: Any) -> Any:
+        assert self._func is not None
+        args, kwargs = self._bound_args
+        bound = bind_config(self._func, leading + tuple(args), dict(kwargs), sections=self._sections())
+        return self._func(*bound.args, **bound.kwargs)
+
+    # -- iteration --------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Any]:
+        return self.iter_items()
+
+    def iter_items(self) -> Iterator[Any]:
+        """Every data item after the pipe steps; lists yielded as pages are split."""
+        return apply_steps(self._iter_pages(), self._steps)
+
+    def iter_items_from(self, parent_items: Iterator[Any]) -> Iterator[Any]:
+        """A transformer's items for the given parent items (used when the parent is shared)."""
+        return apply_steps(self._limited(self._transform(parent_items)), self._steps)
+
+    def _iter_pages(self) -> Iterator[Any]:
+        if self._data_from is not None:
+            return self._limited(self._transform(self._data_from.iter_items()))
+        data = self._call_function() if self._func is not None else self._data
+        return self._limited(iterate_any(data))
+
+    def _transform(self, parent_items: Iterator[Any]) -> Iterator[Any]:
+        for item in parent_items:
+            yield from iterate_any(self._call_function(item))
+
+    def _limited(self, pages: Iterator[Any]) -> Iterator[Any]:
+        """Items of the yielded pages (a list is a page of items), up to the limit."""
+        limit = self._limit
+        count = 0
+        try:
+            for page in pages:
+                if limit is not None:
+                    if count >= limit:
+                        break
+                    count += 1
+                if type(page) is list or type(page) is tuple:
+                    yield from page
+                else:
+                    yield page
+        finally:
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()
+
+    def __or__(self, transformer: Resource) -> Resource:
+        """``resource | transformer``: feed this resource's items to ``transformer``."""
+        if not isinstance(transformer, Resource) or transformer._func is None:
+            raise ResourceError("only a transformer can follow '|' after a resource")
+        clone = transformer._clone()
+        clone._data_from = self
+        return clone
+
+    def _clone(self) -> Resource:
+        clone = copy.copy(self)
+        clone._origin = self._data_from_origin()
+        return clone
+
+    def _data_from_origin(self) -> Resource:
+        """The resource this one was cloned from first, so a transformer recognises its
+        parent after hints were applied to a copy."""
+        return getattr(self, "_origin", None) or self
+
+    def __repr__(self) -> str:
+        kind = "transformer" if self.is_transformer else "resource"
+        return (
+            f"<{kind} '{self.name}' table={self.table_name!r} "
+            f"write_disposition={self.write_disposition.to_dict()!r}>"
+        )
+
+
+def _is_function(data: Any) -> bool:
+    return (
+        inspect.isfunction(data)
+        or inspect.ismethod(data)
+        or (callable(data) and not hasattr(data, "__iter__") and not hasattr(data, "__aiter__"))
+    )

@@ -1,0 +1,135 @@
+"""Serialize Python items to newline-delimited JSON — the one time a row is touched in Python.
+
+JSON has no date, time, decimal or binary type, so such values are written as strings
+carrying a two-character tag (NUL + a letter). Normalization reads the tag in Spark and
+gives the column its real type; untagged strings stay text. NUL never starts real text in
+practice, and a real string that does is escaped with the ``S`` tag so it cannot be misread.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from sparkload.exceptions import UnserializableValueError
+
+TAG = "\x00"
+TAG_TIMESTAMP = TAG + "Z"
+TAG_DATE = TAG + "D"
+TAG_TIME = TAG + "T"
+TAG_DECIMAL = TAG + "N"
+TAG_BINARY = TAG + "B"
+TAG_STRING = TAG + "S"  # a real string that happens to start with NUL
+
+TAGS = {
+    TAG_TIMESTAMP: "timestamp",
+    TAG_DATE: "date",
+    TAG_TIME: "time",
+    TAG_DECIMAL: "decimal",
+    TAG_BINARY: "binary",
+}
+
+_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+class _Unserializable(TypeError):
+    pass
+
+
+# How many tagged strings _default produced so far; lets dumps_row tell its own tags from
+# real strings that start with NUL without scanning values in Python.
+_tag_count = [0]
+_NUL_STRING = b'"\\u0000'
+
+
+def _default(value: Any) -> Any:
+    # Called by orjson only for values it cannot write natively, so the common path stays in C.
+    _tag_count[0] += 1
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            # Naive datetimes are taken as UTC, as dlt does.
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        return TAG_TIMESTAMP + value.astimezone(datetime.timezone.utc).isoformat()
+    if isinstance(value, datetime.date):
+        return TAG_DATE + value.isoformat()
+    if isinstance(value, datetime.time):
+        return TAG_TIME + value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise _Unserializable(f"the decimal {value} is not a finite number")
+        return TAG_DECIMAL + format(value, "f")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return TAG_BINARY + base64.b64encode(bytes(value)).decode("ascii")
+    raise _Unserializable(f"a value of type {type(value).__name__} cannot be stored")
+
+
+def dumps_row(item: dict[str, Any]) -> bytes:
+    """One NDJSON line for ``item``; raises orjson's error on a value it cannot write."""
+    before = _tag_count[0]
+    line = orjson.dumps(item, default=_default, option=_OPTIONS)
+    if _NUL_STRING in line:
+        line = check_tags(item, line, before)
+    return line
+
+
+def check_tags(item: dict[str, Any], line: bytes, tags_before: int) -> bytes:
+    """``line`` again with real NUL-led strings escaped, if it has more than its own tags."""
+    if line.count(_NUL_STRING) > _tag_count[0] - tags_before:
+        return orjson.dumps(escape_tagged_strings(item), default=_default, option=_OPTIONS)
+    return line
+
+
+def batch_serializer() -> Any:
+    """The pieces of dumps_row for a loop that inlines it (see extract/extractor.py)."""
+    return orjson.dumps, _default, _OPTIONS, _NUL_STRING, _tag_count
+
+
+def explain_failure(resource: str, position: int, item: Any, error: Exception) -> UnserializableValueError:
+    """Find which column of ``item`` could not be serialized and say so.
+
+    Only runs after a failure, so walking the item in Python here costs nothing on the
+    happy path.
+    """
+    for path, value in _walk(item, ()):
+        try:
+            orjson.dumps(value, default=_default, option=_OPTIONS)
+        except (TypeError, orjson.JSONEncodeError) as exc:
+            column = "__".join(path) or "<item>"
+            reason = str(exc.__cause__ or exc)
+            return UnserializableValueError(
+                resource,
+                f"item {position}, column '{column}': {reason} "
+                f"(value of type {type(value).__name__}); convert it to a supported type "
+                "(str, int, float, bool, dict, list, datetime, date, Decimal, bytes) first",
+            )
+    return UnserializableValueError(resource, f"item {position} cannot be serialized: {error}")
+
+
+def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if not isinstance(key, str):
+                yield path + (repr(key),), {key: None}
+                continue
+            yield from _walk(child, path + (key,))
+    elif isinstance(value, (list, tuple)):
+        for child in value:
+            yield from _walk(child, path)
+    else:
+        yield path, value
+
+
+def escape_tagged_strings(item: Any) -> Any:
+    """Escape real strings that begin with NUL (slow path, only when one is seen)."""
+    if isinstance(item, dict):
+        return {key: escape_tagged_strings(value) for key, value in item.items()}
+    if isinstance(item, list):
+        return [escape_tagged_strings(value) for value in item]
+    if isinstance(item, str) and item.startswith(TAG):
+        return TAG_STRING + item
+    return item

@@ -1,0 +1,64 @@
+"""A source: a named group of resources, usually returned by a ``@sl.source`` function."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from sparkload.exceptions import ResourceError
+from sparkload.extract.resource import Resource
+
+
+class Source:
+    """dlt's DltSource: resources by name, a selection, and source-wide settings."""
+
+    def __init__(
+        self,
+        name: str,
+        resources: Iterable[Resource],
+        *,
+        root_key: bool = False,
+        max_table_nesting: int | None = None,
+    ) -> None:
+        self.name = name
+        self.root_key = root_key
+        self.max_table_nesting = max_table_nesting
+        self._resources: dict[str, Resource] = {}
+        for resource in resources:
+            if resource.name in self._resources:
+                raise ResourceError(f"source '{name}' has two resources named '{resource.name}'")
+            self._resources[resource.name] = resource
+
+    @property
+    def resources(self) -> dict[str, Resource]:
+        """All resources by name (selected or not)."""
+        return self._resources
+
+    @property
+    def selected_resources(self) -> dict[str, Resource]:
+        return {name: res for name, res in self._resources.items() if res.selected}
+
+    def with_resources(self, *names: str) -> Source:
+        """Select exactly ``names`` (and deselect the rest); returns the source."""
+        unknown = [name for name in names if name not in self._resources]
+        if unknown:
+            raise ResourceError(
+                f"source '{self.name}' has no resource(s) {', '.join(unknown)}; "
+                f"it has {', '.join(self._resources)}"
+            )
+        for name, resource in self._resources.items():
+            resource.selected = name in names
+        return self
+
+    def __getattr__(self, name: str) -> Resource:
+        resources = self.__dict__.get("_resources", {})
+        if name in resources:
+            return resources[name]  # type: ignore[no-any-return]
+        raise AttributeError(f"source '{self.__dict__.get('name')}' has no resource '{name}'")
+
+    def __iter__(self) -> Iterator[Any]:
+        for resource in self.selected_resources.values():
+            yield from resource
+
+    def __repr__(self) -> str:
+        return f"<source '{self.name}' resources={list(self._resources)}>"

@@ -1,0 +1,84 @@
+"""Staged files of one load package: NDJSON for Python items, Parquet for Arrow and pandas.
+
+Files rotate at a fixed size so a large resource never sits in memory and Spark can read
+the parts in parallel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+JSON_DIR = "json"
+ARROW_DIR = "arrow"
+_FLUSH_BYTES = 4 * 1024 * 1024
+# Small enough that the schema of a finished file is inferred while the next one is written.
+_ROTATE_BYTES = 16 * 1024 * 1024
+
+
+class TableFiles:
+    """Writes the staged files of one table and counts the rows written."""
+
+    def __init__(self, table_dir: Path, on_file_closed: Callable[[Path], None] | None = None) -> None:
+        self.table_dir = table_dir
+        self._on_file_closed = on_file_closed
+        self.rows = 0
+        self._buffer = bytearray()
+        self._json_file: object | None = None
+        self._json_written = 0
+        self._json_parts = 0
+        self._arrow_parts = 0
+
+    def write_line(self, line: bytes) -> None:
+        self._buffer += line
+        self.rows += 1
+        if len(self._buffer) >= _FLUSH_BYTES:
+            self._flush()
+
+    def write_lines(self, lines: list[bytes]) -> None:
+        """Many lines at once: the extract hot loop batches rows to keep per-row work small."""
+        self._buffer += b"".join(lines)
+        self.rows += len(lines)
+        if len(self._buffer) >= _FLUSH_BYTES:
+            self._flush()
+
+    def write_arrow(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        target = self.table_dir / ARROW_DIR
+        target.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, target / f"part-{self._arrow_parts:05d}.parquet")
+        self._arrow_parts += 1
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        self._flush()
+        if self._json_file is not None:
+            self._close_json()
+
+    def _flush(self) -> None:
+        if not self._buffer:
+            return
+        if self._json_file is None:
+            target = self.table_dir / JSON_DIR
+            target.mkdir(parents=True, exist_ok=True)
+            self._json_path = target / f"part-{self._json_parts:05d}.jsonl"
+            self._json_file = open(self._json_path, "wb")  # noqa: SIM115
+            self._json_parts += 1
+        self._json_file.write(self._buffer)  # type: ignore[attr-defined]
+        self._json_written += len(self._buffer)
+        self._buffer = bytearray()
+        if self._json_written >= _ROTATE_BYTES:
+            self._close_json()
+
+    def _close_json(self) -> None:
+        # No fsync: staged files need to survive a killed process (the page cache does
+        # that), and the package manifest written after them decides what counts.
+        self._json_file.close()  # type: ignore[attr-defined]
+        self._json_file = None
+        self._json_written = 0
+        if self._on_file_closed is not None:
+            self._on_file_closed(self._json_path)

@@ -1,0 +1,76 @@
+"""Read a Delta table's transaction log directly (versions and commit metadata).
+
+Only the newest commit files are read, through pyarrow's filesystems so local paths and
+object-store URLs work alike. Used to report versions and to recognise a commit that a
+load already made when the load is repeated.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+import pyarrow.fs as pafs
+
+_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+
+
+def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), uri
+    return pafs.FileSystem.from_uri(uri)
+
+
+def commit_versions(uri: str) -> list[int]:
+    """All commit versions present in the log, ascending; empty when there is no table."""
+    fs, path = _filesystem(uri)
+    selector = pafs.FileSelector(f"{path.rstrip('/')}/_delta_log", allow_not_found=True)
+    versions = []
+    for info in fs.get_file_info(selector):
+        match = _COMMIT_FILE.match(info.base_name)
+        if match:
+            versions.append(int(match.group(1)))
+    return sorted(versions)
+
+
+def table_exists(uri: str) -> bool:
+    return bool(commit_versions(uri))
+
+
+def latest_version(uri: str) -> int | None:
+    versions = commit_versions(uri)
+    return versions[-1] if versions else None
+
+
+def commit_info(uri: str, version: int) -> dict[str, Any]:
+    fs, path = _filesystem(uri)
+    with fs.open_input_stream(f"{path.rstrip('/')}/_delta_log/{version:020d}.json") as stream:
+        for line in stream.read().splitlines():
+            if not line.strip():
+                continue
+            action = orjson.loads(line)
+            if "commitInfo" in action:
+                return dict(action["commitInfo"])
+    return {}
+
+
+def version_with_metadata(uri: str, user_metadata: str, newest: int = 20) -> int | None:
+    """The newest of the last ``newest`` commits whose userMetadata is ``user_metadata``."""
+    for version in reversed(commit_versions(uri)[-newest:]):
+        if commit_info(uri, version).get("userMetadata") == user_metadata:
+            return version
+    return None
+
+
+def list_tables(dataset_uri: str) -> list[str]:
+    """Names of the Delta tables directly under a dataset folder."""
+    fs, path = _filesystem(dataset_uri)
+    selector = pafs.FileSelector(path.rstrip("/"), allow_not_found=True)
+    names = []
+    for info in fs.get_file_info(selector):
+        if info.type == pafs.FileType.Directory and table_exists(
+            f"{dataset_uri.rstrip('/')}/{info.base_name}"
+        ):
+            names.append(info.base_name)
+    return sorted(names)

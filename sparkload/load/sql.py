@@ -1,0 +1,30 @@
+"""Small builders for the SQL sparkload sends: identifiers are always quoted, values never
+appear in SQL text (they travel as DataFrames)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def quote(identifier: str) -> str:
+    """A backtick-quoted identifier; a backtick inside is doubled."""
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def delta_path(path: str) -> str:
+    """``delta.`<path>``` for statements on a table addressed by its location."""
+    return "delta." + quote(path)
+
+
+def qualified(alias: str, column: str) -> str:
+    return f"{quote(alias)}.{quote(column)}"
+
+
+def conjunction(conditions: Iterable[str]) -> str:
+    parts = [f"({condition})" for condition in conditions]
+    return " AND ".join(parts) if parts else "TRUE"
+
+
+def key_equality(columns: Iterable[str], left: str = "t", right: str = "s") -> str:
+    """``t.k1 <=> s.k1 AND ...`` — null-safe so a NULL key matches a NULL key."""
+    return conjunction(f"{qualified(left, c)} <=> {qualified(right, c)}" for c in columns)

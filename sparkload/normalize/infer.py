@@ -1,0 +1,235 @@
+"""Decide each column's type from the staged data, in one Spark aggregation per table.
+
+The type of a column is, in order: the destination's (an existing Delta column never
+changes type), the ``data_type`` hint, or the type that holds most of the load's values
+without changing any. Values of other kinds go to variant columns ``<col>__v_<type>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from sparkload.exceptions import NormalizeError, SchemaConflictError
+from sparkload.extract.serialize import TAG_DECIMAL
+from sparkload.load.sql import quote
+from sparkload.normalize.naming import variant_column_name
+from sparkload.normalize.types import (
+    KIND_TYPE,
+    STRING_KINDS,
+    TYPE_PREFERENCE,
+    absorbs,
+    converter,
+    data_type_of_spark,
+    decimal_fits,
+    kind_condition,
+    kind_of_spark_type,
+    spark_type,
+)
+
+
+@dataclasses.dataclass
+class ColumnSpec:
+    """How one destination column is read from the staged parquet of a table."""
+
+    name: str
+    source: str
+    target: str  # Spark type as JSON
+    kinds: list[str]
+    string_source: bool
+    # True when every value of the source column is of ``kinds``: no per-row test needed.
+    exclusive: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ColumnSpec:
+        return cls(**data)
+
+    @property
+    def spark_type(self) -> T.DataType:
+        return T._parse_datatype_json_string(self.target)
+
+    def expression(self) -> Column:
+        """The typed column; deterministic, so re-running a load gives the same values."""
+        target = self.spark_type
+        if self.kinds == ["null"]:
+            return F.lit(None).cast(target).alias(self.name)
+        source = F.col(quote(self.source))
+        if not self.string_source or (self.exclusive and len(self.kinds) == 1):
+            return converter(self.kinds[0], target)(source).alias(self.name)
+        expr: Column | None = None
+        for kind in self.kinds:
+            value = converter(kind, target)(source)
+            condition = kind_condition(kind, source)
+            expr = F.when(condition, value) if expr is None else expr.when(condition, value)
+        assert expr is not None
+        return expr.alias(self.name)
+
+
+def _decimal_scale(column: Column) -> Column:
+    payload = F.substring(column, 3, 1 << 30)
+    fraction = F.regexp_extract(payload, r"\.([0-9]*)$", 1)
+    return F.when(column.startswith(TAG_DECIMAL), F.length(fraction))
+
+
+def _decimal_digits(column: Column) -> Column:
+    payload = F.substring(column, 3, 1 << 30)
+    integer = F.regexp_extract(payload, r"^-?([0-9]*)", 1)
+    return F.when(column.startswith(TAG_DECIMAL), F.length(F.regexp_replace(integer, "^0+", "")))
+
+
+def profile(df: DataFrame, leaves: Mapping[str, T.DataType], key: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Counts per column and kind (and distinct keys), computed by Spark in one pass."""
+    aggs: list[Column] = [F.count(F.lit(1)).alias("__rows")]
+    if key and all(k in leaves for k in key):
+        aggs.append(F.countDistinct(*[F.col(quote(k)) for k in key]).alias("__distinct_keys"))
+    for index, (name, dtype) in enumerate(leaves.items()):
+        column = F.col(quote(name))
+        aggs.append(F.count(column).alias(f"n{index}"))
+        if isinstance(dtype, T.StringType):
+            for kind in STRING_KINDS:
+                if kind == "text":
+                    continue  # whatever is left; derived below without another test
+                hit = F.when(kind_condition(kind, column), 1).otherwise(0)
+                aggs.append(F.sum(hit).alias(f"k{index}_{kind}"))
+            aggs.append(F.max(_decimal_scale(column)).alias(f"s{index}"))
+            aggs.append(F.max(_decimal_digits(column)).alias(f"d{index}"))
+    row = df.agg(*aggs).collect()[0]
+    return row.asDict()
+
+
+def _decimal_for_tags(scale: int, digits: int, table: str, column: str) -> T.DecimalType:
+    scale = max(scale, 9)
+    if digits + scale > 38:
+        raise NormalizeError(
+            f"table '{table}', column '{column}': a Decimal with {digits} integer and {scale} "
+            "fraction digits does not fit Delta's decimal(38); pass it as a string instead"
+        )
+    return T.DecimalType(38, scale)
+
+
+def infer_columns(
+    df: DataFrame,
+    table: str,
+    leaves: Mapping[str, T.DataType],
+    hints: Mapping[str, Mapping[str, Any]],
+    destination: T.StructType | None,
+    required: tuple[str, ...] = (),
+) -> tuple[list[ColumnSpec], int, int | None]:
+    """Column specs for a staged table, its row count and its count of distinct
+    ``required`` keys (None when there is no key)."""
+    stats = profile(df, leaves, required)
+    rows = int(stats["__rows"])
+    distinct_keys = stats.get("__distinct_keys")
+    existing = {field.name: field.dataType for field in destination.fields} if destination else {}
+    specs: list[ColumnSpec] = []
+    for index, (name, dtype) in enumerate(leaves.items()):
+        string_source = isinstance(dtype, T.StringType)
+        if string_source:
+            kinds = {k: int(stats[f"k{index}_{k}"] or 0) for k in STRING_KINDS if k != "text"}
+            kinds["text"] = int(stats[f"n{index}"] or 0) - sum(kinds.values())
+        else:
+            kind = kind_of_spark_type(dtype)
+            kinds = {kind: int(stats[f"n{index}"] or 0)} if kind else {}
+        kinds = {k: n for k, n in kinds.items() if n}
+        tag_decimal = None
+        if kinds.get("decimal_tag"):
+            tag_decimal = _decimal_for_tags(
+                int(stats[f"s{index}"] or 0), int(stats[f"d{index}"] or 0), table, name
+            )
+
+        target_type = _target_type(name, kinds, hints.get(name, {}), existing.get(name))
+        if target_type is None:
+            continue  # only NULLs and nothing declares the column: dlt creates no column
+        target = _target_spark_type(target_type, existing.get(name), hints.get(name, {}), dtype, tag_decimal)
+        main = [k for k in kinds if _converts(k, target_type, dtype, target)]
+        if main:
+            exclusive = len(main) == len(kinds)
+            specs.append(ColumnSpec(name, name, target.json(), main, string_source, exclusive))
+        elif not kinds and name not in existing:
+            specs.append(ColumnSpec(name, "", target.json(), ["null"], False))
+        if name in required and sum(kinds[k] for k in main) != rows:
+            raise NormalizeError(
+                f"table '{table}': key column '{name}' has NULL or mistyped values in "
+                f"{rows - sum(kinds[k] for k in main)} of {rows} rows"
+            )
+        for kind in kinds:
+            if kind in main:
+                continue
+            variant_type = KIND_TYPE[kind]
+            variant = variant_column_name(name, variant_type)
+            vtarget = _target_spark_type(variant_type, existing.get(variant), {}, dtype, tag_decimal)
+            if variant in existing and not _converts(
+                kind, data_type_of_spark(existing[variant]), dtype, vtarget
+            ):
+                raise SchemaConflictError(
+                    f"table '{table}': values of type {variant_type} for column '{name}' cannot be "
+                    f"stored: its variant column '{variant}' has type {existing[variant].simpleString()}"
+                )
+            specs.append(ColumnSpec(variant, name, vtarget.json(), [kind], string_source, False))
+    for name, column_hints in hints.items():
+        # A declared column that the data never mentions is still created, typed.
+        if name not in leaves and column_hints.get("data_type") and name not in existing:
+            target = spark_type(
+                column_hints["data_type"], column_hints.get("precision"), column_hints.get("scale")
+            )
+            specs.append(ColumnSpec(name, "", target.json(), ["null"], False))
+    return specs, rows, None if distinct_keys is None else int(distinct_keys)
+
+
+def _target_type(
+    name: str, kinds: Mapping[str, int], hints: Mapping[str, Any], existing: T.DataType | None
+) -> str | None:
+    if existing is not None:
+        return data_type_of_spark(existing)
+    if hints.get("data_type"):
+        return str(hints["data_type"])
+    if not kinds:
+        return None
+    candidates = {KIND_TYPE[k] for k in kinds}
+    best = max(
+        candidates,
+        key=lambda t: (
+            sum(n for k, n in kinds.items() if absorbs(t, k)),
+            -TYPE_PREFERENCE.index(t) if t in TYPE_PREFERENCE else -99,
+        ),
+    )
+    return best
+
+
+def _target_spark_type(
+    data_type: str,
+    existing: T.DataType | None,
+    hints: Mapping[str, Any],
+    source: T.DataType,
+    tag_decimal: T.DecimalType | None,
+) -> T.DataType:
+    if existing is not None:
+        return existing
+    if data_type == "json":
+        return source
+    if data_type == "decimal":
+        if hints.get("precision") or hints.get("scale") is not None:
+            return spark_type("decimal", hints.get("precision"), hints.get("scale"))
+        if isinstance(source, T.DecimalType):
+            return source
+        if tag_decimal is not None:
+            return tag_decimal
+    return spark_type(data_type)
+
+
+def _converts(kind: str, data_type: str, source: T.DataType, target: T.DataType) -> bool:
+    if not absorbs(data_type, kind):
+        return False
+    if kind == "json":
+        return source == target
+    if kind == "decimal" and isinstance(source, T.DecimalType) and isinstance(target, T.DecimalType):
+        return decimal_fits(source, target)
+    return True

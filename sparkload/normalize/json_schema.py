@@ -1,0 +1,96 @@
+"""Schemas of staged NDJSON files, inferred by Spark over every record.
+
+Extraction hands each finished file to ``SchemaInference``, which infers its schema on a
+background thread while Python keeps producing rows; the engine works on the other core.
+Normalization then reads the files with the merged schema instead of inferring again.
+Two files disagreeing on a field's type (other than integers vs floats) is a conflict:
+normalization then takes the slow path that splits values into variant columns.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import types as T
+
+# Sail infers JSON schemas from a sample unless told otherwise, and then reads a later 2.5
+# in an integer column as 2. Inferring over every record makes that impossible.
+INFER_ALL = {"schemaInferMaxRecords": str(2**62)}
+
+
+class SchemaConflict(Exception):
+    """Two staged files give one field different, incompatible types."""
+
+
+def infer_json_schema(spark: Any, path: str) -> T.StructType:
+    schema: T.StructType = spark.read.options(**INFER_ALL).json(path).schema
+    return schema
+
+
+def merge_types(left: T.DataType, right: T.DataType) -> T.DataType:
+    if isinstance(left, T.NullType):
+        return right
+    if isinstance(right, T.NullType):
+        return left
+    if isinstance(left, T.StructType) and isinstance(right, T.StructType):
+        return merge_structs(left, right)
+    if isinstance(left, T.ArrayType) and isinstance(right, T.ArrayType):
+        return T.ArrayType(merge_types(left.elementType, right.elementType), True)
+    if left == right:
+        return left
+    numbers = {type(left), type(right)}
+    if numbers <= {T.LongType, T.DoubleType}:
+        return T.DoubleType()
+    raise SchemaConflict(f"{left.simpleString()} vs {right.simpleString()}")
+
+
+def merge_structs(left: T.StructType, right: T.StructType) -> T.StructType:
+    fields = {f.name: f.dataType for f in left.fields}
+    order = [f.name for f in left.fields]
+    for field in right.fields:
+        if field.name in fields:
+            fields[field.name] = merge_types(fields[field.name], field.dataType)
+        else:
+            fields[field.name] = field.dataType
+            order.append(field.name)
+    return T.StructType([T.StructField(name, fields[name], True) for name in order])
+
+
+class SchemaInference:
+    """Infers the schema of each staged file as soon as it is closed."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="sparkload-infer"
+        )
+        self._futures: dict[str, list[concurrent.futures.Future[T.StructType]]] = {}
+        self._lock = threading.Lock()
+
+    def file_closed(self, table: str, path: Path) -> None:
+        future = self._pool.submit(infer_json_schema, self._spark, str(path))
+        with self._lock:
+            self._futures.setdefault(table, []).append(future)
+
+    def results(self) -> dict[str, str | None]:
+        """Per table the merged schema as JSON, or None where files conflict."""
+        out: dict[str, str | None] = {}
+        try:
+            for table, futures in self._futures.items():
+                schemas = [future.result() for future in futures]
+                try:
+                    merged = schemas[0]
+                    for schema in schemas[1:]:
+                        merged = merge_structs(merged, schema)
+                    out[table] = merged.json()
+                except SchemaConflict:
+                    out[table] = None
+        finally:
+            self._pool.shutdown(wait=True)
+        return out
+
+    def cancel(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,207 @@
+"""Normalize a load package in Spark: staged files → typed, flattened tables as Parquet.
+
+Per extracted table:
+1. read the staged NDJSON/Parquet (schema inferred over every record, never a sample);
+2. flatten nested dicts, give every row ``_sparkload_id`` and ``_sparkload_load_id`` and
+   write the root rows to Parquet (the one place ids are drawn, so retries reuse them);
+3. explode lists into nested tables linked by parent id, list index and root id;
+4. profile each table in one aggregation and record how every column is typed.
+The typing itself is applied by the loader when it reads the Parquet, so the package is
+written once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from sparkload.exceptions import NormalizeError
+from sparkload.extract.storage import ARROW_DIR, JSON_DIR
+from sparkload.load.sql import quote
+from sparkload.normalize.columns import Flattened, NestedList, flatten, flatten_element
+from sparkload.normalize.conflicts import split_conflicts
+from sparkload.normalize.infer import ColumnSpec, infer_columns
+from sparkload.normalize.json_schema import INFER_ALL
+
+logger = logging.getLogger(__name__)
+
+ID = "_sparkload_id"
+LOAD_ID = "_sparkload_load_id"
+PARENT_ID = "_sparkload_parent_id"
+LIST_IDX = "_sparkload_list_idx"
+ROOT_ID = "_sparkload_root_id"
+SYSTEM_COLUMNS = (ID, LOAD_ID, PARENT_ID, LIST_IDX, ROOT_ID)
+_NESTED_PREFIX = "__nested__"
+
+
+@dataclasses.dataclass
+class NormalizedTable:
+    name: str
+    parent: str | None
+    root: str
+    rows: int
+    columns: list[ColumnSpec]
+    system_columns: list[str]
+    collisions: list[str]
+    # Distinct primary keys in the load (merge roots): equal to rows means no duplicates.
+    distinct_keys: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["columns"] = [column.to_dict() for column in self.columns]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NormalizedTable:
+        values = dict(data)
+        values["columns"] = [ColumnSpec.from_dict(c) for c in data["columns"]]
+        return cls(**values)
+
+
+class TableNormalizer:
+    """Normalizes one extracted table and the nested tables under it."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        load_id: str,
+        hints: Mapping[str, Any],
+        destination_schema: Callable[[str], T.StructType | None],
+    ) -> None:
+        self.spark = spark
+        self.load_id = load_id
+        self.hints = hints
+        self.destination_schema = destination_schema
+        self.max_nesting: int | None = hints.get("max_table_nesting")
+        self.root_key: bool = bool(hints.get("root_key"))
+        self.column_hints: Mapping[str, Mapping[str, Any]] = hints.get("columns", {})
+
+    def normalize(
+        self, table: str, extracted: Path, out_dir: Path, json_schema: str | None = None
+    ) -> list[NormalizedTable]:
+        """Normalize one extracted table; ``json_schema`` is its staged NDJSON's schema if
+        extraction inferred it already."""
+        schema = T._parse_datatype_json_string(json_schema) if json_schema else None
+        try:
+            return self._normalize(table, self._read(extracted, schema=schema), out_dir)
+        except Exception as exc:
+            if not _is_json_type_conflict(exc):
+                raise
+        # Some field holds values of different JSON types: split them and read again.
+        logger.info("table '%s': values of conflicting types, splitting into variant columns", table)
+        split_dir = extracted / "json_split"
+        split_conflicts(extracted / JSON_DIR, split_dir)
+        return self._normalize(table, self._read(extracted, json_dir=split_dir), out_dir)
+
+    def _read(self, extracted: Path, json_dir: Path | None = None, schema: Any = None) -> DataFrame:
+        frames = []
+        json_dir = json_dir or extracted / JSON_DIR
+        if json_dir.exists():
+            reader = (
+                self.spark.read.schema(schema) if schema is not None else self.spark.read.options(**INFER_ALL)
+            )
+            frames.append(reader.json(str(json_dir)))
+        if (extracted / ARROW_DIR).exists():
+            frames.append(self.spark.read.parquet(str(extracted / ARROW_DIR)))
+        if not frames:
+            raise NormalizeError(f"nothing was staged in {extracted}")
+        frame = frames[0]
+        for other in frames[1:]:
+            frame = frame.unionByName(other, allowMissingColumns=True)
+        return frame
+
+    def _normalize(self, table: str, raw: DataFrame, out_dir: Path) -> list[NormalizedTable]:
+        flat = flatten(raw.schema, lambda name: raw[quote(name)], table, "", 0, self.max_nesting)
+        # Unique within the load (Spark's partition-aware counter) and across loads (the
+        # load id); drawn once here and stored, so every retry of the load reuses it.
+        row_id = F.concat(
+            F.lit(self.load_id.replace(".", "") + "_"), F.lower(F.hex(F.monotonically_increasing_id()))
+        )
+        columns = [leaf.column.alias(leaf.name) for leaf in flat.leaves]
+        columns += [nested.column.alias(_NESTED_PREFIX + nested.table) for nested in flat.nested]
+        columns += [row_id.alias(ID), F.lit(self.load_id).alias(LOAD_ID)]
+        target = out_dir / table
+        raw.select(*columns).write.mode("overwrite").parquet(str(target))
+        staged = self.spark.read.parquet(str(target))
+        result = [self._describe(table, None, table, staged, flat, [ID, LOAD_ID])]
+        root_id = F.col(ID)
+        for nested in flat.nested:
+            result += self._nested(nested, staged, root_id, table, table, out_dir)
+        return result
+
+    def _nested(
+        self,
+        nested: NestedList,
+        parent: DataFrame,
+        root_id: Column,
+        root: str,
+        parent_table: str,
+        out_dir: Path,
+    ) -> list[NormalizedTable]:
+        name = nested.table
+        array = F.col(quote(_NESTED_PREFIX + name))
+        exploded = parent.select(
+            F.col(ID).alias(PARENT_ID),
+            root_id.alias(ROOT_ID),
+            F.posexplode(array).alias(LIST_IDX, "__element"),
+        )
+        flat = flatten_element(nested.element, F.col("__element"), name, nested.level, self.max_nesting)
+        child_id = F.md5(F.concat_ws("|", F.col(PARENT_ID), F.lit(name), F.col(LIST_IDX).cast("string")))
+        columns = [leaf.column.alias(leaf.name) for leaf in flat.leaves]
+        columns += [inner.column.alias(_NESTED_PREFIX + inner.table) for inner in flat.nested]
+        system = [PARENT_ID, LIST_IDX, ID, LOAD_ID] + ([ROOT_ID] if self.root_key else [])
+        columns += [
+            F.col(PARENT_ID),
+            F.col(LIST_IDX).cast("bigint").alias(LIST_IDX),
+            child_id.alias(ID),
+            F.lit(self.load_id).alias(LOAD_ID),
+            F.col(ROOT_ID),
+        ]
+        target = out_dir / name
+        exploded.select(*columns).write.mode("overwrite").parquet(str(target))
+        staged = self.spark.read.parquet(str(target))
+        result = [self._describe(name, parent_table, root, staged, flat, system)]
+        for inner in flat.nested:
+            result += self._nested(inner, staged, F.col(ROOT_ID), root, name, out_dir)
+        return result
+
+    def _describe(
+        self,
+        name: str,
+        parent: str | None,
+        root: str,
+        staged: DataFrame,
+        flat: Flattened,
+        system: list[str],
+    ) -> NormalizedTable:
+        leaves = {leaf.name: staged.schema[leaf.name].dataType for leaf in flat.leaves}
+        is_root = parent is None
+        hints = self.column_hints if is_root else {}
+        keys: tuple[str, ...] = ()
+        if is_root and self.hints.get("write_disposition", {}).get("disposition") == "merge":
+            keys = tuple(self.hints.get("primary_key", ()))
+        specs, rows, distinct_keys = infer_columns(
+            staged, name, leaves, hints, self.destination_schema(name), required=keys
+        )
+        declared = {spec.name for spec in specs}
+        missing = [key for key in keys if key not in declared]
+        if missing:
+            raise NormalizeError(
+                f"table '{name}': primary key column(s) {', '.join(missing)} are not in the data"
+            )
+        collisions = [f"{c.original!r} → {c.resolved}" for c in flat.collisions]
+        for note in collisions:
+            logger.warning("table '%s': column name collision resolved: %s", name, note)
+        return NormalizedTable(name, parent, root, rows, specs, system, collisions, distinct_keys)
+
+
+def _is_json_type_conflict(exc: Exception) -> bool:
+    text = str(exc)
+    return "Json error" in text or "JSON" in text and "decod" in text
