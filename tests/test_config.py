@@ -93,9 +93,7 @@ def test_specific_section_beats_general_in_toml() -> None:
     )
     assert bind_config(source_fn, (), {}, sections=SECTIONS).arguments["page_size"] == 4
     # a different source falls back to the shared [sources] value
-    assert bind_config(source_fn, (), {}, sections=("sources", "other")).arguments == {
-        "page_size": 2
-    }
+    assert bind_config(source_fn, (), {}, sections=("sources", "other")).arguments == {"page_size": 2}
 
 
 def test_env_beats_secrets_toml_beats_config_toml(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,9 +120,7 @@ def test_provider_order_outranks_section_specificity(monkeypatch: pytest.MonkeyP
     ("raw", "expected"),
     [("true", True), ("TRUE", True), ("1", True), ("false", False), ("False", False), ("0", False)],
 )
-def test_env_string_coerced_to_bool(
-    monkeypatch: pytest.MonkeyPatch, raw: str, expected: bool
-) -> None:
+def test_env_string_coerced_to_bool(monkeypatch: pytest.MonkeyPatch, raw: str, expected: bool) -> None:
     def fn(flag: bool = config.value) -> None: ...
 
     monkeypatch.setenv("FLAG", raw)
@@ -132,9 +128,7 @@ def test_env_string_coerced_to_bool(
 
 
 def test_env_strings_coerced_to_int_float_optional(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fn(
-        n: int = config.value, ratio: float = config.value, limit: int | None = config.value
-    ) -> None: ...
+    def fn(n: int = config.value, ratio: float = config.value, limit: int | None = config.value) -> None: ...
 
     monkeypatch.setenv("N", "42")
     monkeypatch.setenv("RATIO", "0.5")
@@ -329,9 +323,7 @@ def test_unparsable_secrets_toml_error_does_not_quote_the_file() -> None:
 # --- settings directories ------------------------------------------------------------------
 
 
-def test_project_dir_from_env_var(
-    tmp_path: Path, isolated: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_project_dir_from_env_var(tmp_path: Path, isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     elsewhere = tmp_path / "elsewhere"
     write(elsewhere / ".sparkload", "config.toml", "page_size = 11\n")
     project_file("config.toml", "page_size = 22\n")  # the cwd's file must now be ignored

@@ -328,9 +328,7 @@ def test_resolved_names_are_unique_valid_and_avoid_taken() -> None:
             assert normalize_identifier(name) == name
         for collision in collisions:
             assert collision.normalized == normalize_identifier(collision.original)
-            assert re.fullmatch(
-                re.escape(collision.normalized) + r"_[1-9][0-9]*", collision.resolved
-            )
+            assert re.fullmatch(re.escape(collision.normalized) + r"_[1-9][0-9]*", collision.resolved)
 
 
 def test_resolve_collisions_rejects_duplicates_and_bad_input() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 from typing import Any
 
@@ -33,6 +34,9 @@ def embedded_remote_url() -> str:
                 "The embedded engine needs the 'local' extra: pip install 'sparkload[local]' "
                 "(or pass spark= / set SPARKLOAD_SPARK_REMOTE to use another Spark)."
             ) from exc
+        # Sail logs every session at INFO to stderr; keep a user's script output readable
+        # unless they asked for Sail's logs with RUST_LOG.
+        os.environ.setdefault("RUST_LOG", "error")
         server = SparkConnectServer(ip="127.0.0.1", port=0)
         server.start(background=True)
         _, port = server.listening_address

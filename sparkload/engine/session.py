@@ -29,6 +29,11 @@ def resolve_spark(spark: Any = None) -> Any:
     return _connect(str(url))
 
 
+# One session per Spark Connect URL. PySpark's getOrCreate() would hand back whatever
+# session is active, even one connected to another server.
+_sessions: dict[str, Any] = {}
+
+
 def _connect(url: str) -> Any:
     if not url.startswith("sc://"):
         raise EngineError(f"a remote Spark must be a Spark Connect URL starting with sc://, got {url!r}")
@@ -38,10 +43,13 @@ def _connect(url: str) -> Any:
         raise EngineError(
             "PySpark is not installed: pip install 'sparkload[local]' (or pyspark-client)"
         ) from exc
-    builder = SparkSession.builder.remote(url)
-    for key, value in SESSION_CONF.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = _sessions.get(url)
+    if session is None:
+        builder = SparkSession.builder.remote(url)
+        for key, value in SESSION_CONF.items():
+            builder = builder.config(key, value)
+        session = builder.create()
+        _sessions[url] = session
     _configure(session)
     return session
 
@@ -49,3 +57,11 @@ def _connect(url: str) -> Any:
 def _configure(session: Any) -> None:
     for key, value in SESSION_CONF.items():
         session.conf.set(key, value)
+
+
+def release_session(url: str) -> None:
+    """Stop and forget the session to ``url`` (before its server goes away: PySpark's exit
+    hook would otherwise keep retrying a dead server)."""
+    session = _sessions.pop(url, None)
+    if session is not None:
+        session.stop()

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from sparkload.exceptions import ExtractError, UnsupportedItemError
+from sparkload.exceptions import ExtractError, SparkloadError, UnsupportedItemError
 from sparkload.extract.hints import TableHints
 from sparkload.extract.items import is_arrow, is_pandas, to_arrow
 from sparkload.extract.resource import Resource
@@ -88,7 +88,7 @@ class Extractor:
     def run(self, plan: list[ExtractPlanItem]) -> dict[str, ExtractedTable]:
         try:
             for entry in plan:
-                self._extract(entry, entry.resource.iter_items())
+                self._extract(entry)
         finally:
             for files in self._files.values():
                 files.close()
@@ -96,65 +96,81 @@ class Extractor:
             self.tables[name].rows = files.rows
         return self.tables
 
-    def _extract(self, entry: ExtractPlanItem, items: Iterator[Any]) -> None:
-        with resource_scope(entry.source_name, entry.resource.name):
-            self._write_items(entry, items)
+    def _extract(self, entry: ExtractPlanItem, items: Iterator[Any] | None = None) -> None:
+        resource = entry.resource
+        with resource_scope(entry.source_name, resource.name):
+            try:
+                if entry.children:
+                    self._write_pages(entry, resource.iter_pages() if items is None else items)
+                else:
+                    self._write_items(entry, resource.iter_items() if items is None else items)
+            except SparkloadError:
+                raise  # already says what and where (config, hints, bad items)
+            except Exception as exc:
+                raise ExtractError(resource.name, f"{type(exc).__name__}: {exc}") from exc
 
-    def _write_items(self, entry: ExtractPlanItem, items: Iterator[Any]) -> None:
+    def _write_pages(self, entry: ExtractPlanItem, pages: Iterator[Any]) -> None:
+        """A parent shared with transformers: write each page, then hand it to them."""
+        position = 0
+        for page in pages:
+            items = page if type(page) is list else [page]
+            self._write_items(entry, iter(items), position)
+            position += len(items)
+            for child in entry.children:
+                self._extract(child, child.resource.iter_items_from(iter((page,))))
+
+    def _write_items(self, entry: ExtractPlanItem, items: Iterator[Any], start: int = 0) -> None:
         resource = entry.resource
         static_table = None if callable(resource.table_name) else str(resource.table_name)
-        children = entry.children
-        if static_table is not None and not children:
-            items = self._write_leading_dicts(entry, static_table, items)
-        files: TableFiles | None = None
-        position = -1
-        try:
-            # The hot loop: one type check, one serialization and one buffer append per row.
-            for position, item in enumerate(items):
-                if type(item) is dict:
-                    if static_table is None:
-                        files = self._files_for(resource.compute_table_name(item), entry)
-                    elif files is None:
-                        files = self._files_for(static_table, entry)
-                    try:
-                        files.write_line(dumps_row(item))
-                    except (TypeError, orjson.JSONEncodeError) as exc:
-                        raise explain_failure(resource.name, position, item, exc) from None
-                elif item is None:
-                    continue
-                else:
-                    self._write_other(entry, static_table, position, item)
-                if children:
-                    for child in children:
-                        self._extract(child, child.resource.iter_items_from(iter((item,))))
-                if self._on_rows is not None and position % 10000 == 0:
-                    self._count += 10000
-                    self._on_rows(self._count)
-        except ExtractError:
-            raise
-        except Exception as exc:
-            where = f" after item {position}" if position >= 0 else ""
-            raise ExtractError(resource.name, f"failed{where}: {type(exc).__name__}: {exc}") from exc
+        position = start
+        if static_table is not None:
+            items, position = self._write_leading_dicts(entry, static_table, items, position)
+        for item in items:
+            if type(item) is dict:
+                table = static_table or resource.compute_table_name(item)
+                self._write_dict(self._files_for(table, entry), resource.name, position, item)
+            elif item is not None:
+                self._write_other(entry, static_table, position, item)
+            position += 1
+            if self._on_rows is not None and position % 10000 == 0:
+                self._count += 10000
+                self._on_rows(self._count)
 
-    def _write_leading_dicts(self, entry: ExtractPlanItem, table: str, items: Iterator[Any]) -> Iterator[Any]:
+    def _write_dict(self, files: TableFiles, resource: str, position: int, item: dict[str, Any]) -> None:
+        files.write_line(self._dumps_slow(resource, position, item))
+
+    @staticmethod
+    def _dumps_slow(resource: str, position: int, item: dict[str, Any]) -> bytes:
+        try:
+            return dumps_row(item)
+        except (TypeError, orjson.JSONEncodeError) as exc:
+            raise explain_failure(resource, position, item, exc) from None
+
+    def _write_leading_dicts(
+        self, entry: ExtractPlanItem, table: str, items: Iterator[Any], position: int
+    ) -> tuple[Iterator[Any], int]:
         """The hot path: a run of plain dicts for one table, serialized in a tight loop.
 
-        Returns the rest of ``items`` (from the first non-dict on) for the general loop.
+        Returns the rest of ``items`` (from the first non-dict on) and its position.
         """
         dumps, default, options, nul_string, tag_count = batch_serializer()
         files = self._files_for(table, entry)
         batch: list[bytes] = []
         append = batch.append
-        position = 0
-        item: Any = None
+        item: Any = _END
         try:
             for item in items:
                 if type(item) is not dict:
                     break
                 before = tag_count[0]
-                line = dumps(item, default=default, option=options)
-                if nul_string in line:
-                    line = check_tags(item, line, before)
+                try:
+                    line = dumps(item, default=default, option=options)
+                    if nul_string in line:
+                        line = check_tags(item, line, before)
+                except orjson.JSONEncodeError:
+                    line = self._dumps_slow(entry.resource.name, position, item)
+                except TypeError as exc:
+                    raise explain_failure(entry.resource.name, position, item, exc) from None
                 append(line)
                 position += 1
                 if len(batch) == 10000:
@@ -165,13 +181,11 @@ class Extractor:
                         self._on_rows(self._count)
             else:
                 item = _END
-        except (TypeError, orjson.JSONEncodeError) as exc:
-            raise explain_failure(entry.resource.name, position, item, exc) from None
         finally:
             files.write_lines(batch)
         if item is _END:
-            return iter(())
-        return itertools.chain((item,), items)
+            return iter(()), position
+        return itertools.chain((item,), items), position
 
     def _write_other(
         self, entry: ExtractPlanItem, static_table: str | None, position: int, item: Any
@@ -180,10 +194,7 @@ class Extractor:
         if isinstance(item, dict):  # a dict subclass (OrderedDict, ...)
             item = dict(item)
             files = self._files_for(static_table or resource.compute_table_name(item), entry)
-            try:
-                files.write_line(dumps_row(item))
-            except (TypeError, orjson.JSONEncodeError) as exc:
-                raise explain_failure(resource.name, position, item, exc) from None
+            self._write_dict(files, resource.name, position, item)
         elif is_arrow(item) or is_pandas(item):
             files = self._files_for(static_table or resource.compute_table_name(item), entry)
             try:

@@ -152,13 +152,13 @@ class Resource:
         """Every data item after the pipe steps; lists yielded as pages are split."""
         return apply_steps(self._iter_pages(), self._steps)
 
-    def iter_items_from(self, parent_items: Iterator[Any]) -> Iterator[Any]:
-        """A transformer's items for the given parent items (used when the parent is shared)."""
-        return apply_steps(self._limited(self._transform(parent_items)), self._steps)
+    def iter_items_from(self, parent_pages: Iterator[Any]) -> Iterator[Any]:
+        """A transformer's items for the given parent pages (used when the parent is shared)."""
+        return apply_steps(self._limited(self._transform(parent_pages)), self._steps)
 
     def _iter_pages(self) -> Iterator[Any]:
         if self._data_from is not None:
-            return self._limited(self._transform(self._data_from.iter_items()))
+            return self._limited(self._transform(self._data_from.iter_pages()))
         data = self._call_function() if self._func is not None else self._data
         return self._limited(iterate_any(data))
 
@@ -168,22 +168,46 @@ class Resource:
 
     def _limited(self, pages: Iterator[Any]) -> Iterator[Any]:
         """Items of the yielded pages (a list is a page of items), up to the limit."""
-        limit = self._limit
-        count = 0
         try:
-            for page in pages:
-                if limit is not None:
-                    if count >= limit:
-                        break
-                    count += 1
+            for page in self._limited_pages(pages):
                 if type(page) is list or type(page) is tuple:
                     yield from page
                 else:
                     yield page
         finally:
-            close = getattr(pages, "close", None)
-            if close is not None:
-                close()
+            _close(pages)
+
+    def _limited_pages(self, pages: Iterator[Any]) -> Iterator[Any]:
+        """The generator's yields, stopping right after the ``add_limit``-th one so the
+        generator is not resumed for a page nobody will use."""
+        limit = self._limit
+        if limit is None:
+            yield from pages
+            return
+        if limit <= 0:
+            return
+        for count, page in enumerate(pages, start=1):
+            yield page
+            if count >= limit:
+                return
+
+    def iter_pages(self) -> Iterator[Any]:
+        """Pages after the pipe steps: what a transformer receives, as in dlt (a yielded
+        list stays one list of processed items)."""
+        if self._data_from is not None:
+            source = self._transform(self._data_from.iter_pages())
+        else:
+            source = iterate_any(self._call_function() if self._func is not None else self._data)
+        try:
+            for page in self._limited_pages(source):
+                if type(page) is list or type(page) is tuple:
+                    processed = list(apply_steps(iter(page), self._steps))
+                    if processed:
+                        yield processed
+                else:
+                    yield from apply_steps(iter((page,)), self._steps)
+        finally:
+            _close(source)
 
     def __or__(self, transformer: Resource) -> Resource:
         """``resource | transformer``: feed this resource's items to ``transformer``."""
@@ -209,6 +233,12 @@ class Resource:
             f"<{kind} '{self.name}' table={self.table_name!r} "
             f"write_disposition={self.write_disposition.to_dict()!r}>"
         )
+
+
+def _close(iterator: Any) -> None:
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        close()
 
 
 def _is_function(data: Any) -> bool:

@@ -25,6 +25,11 @@ TAG_TIME = TAG + "T"
 TAG_DECIMAL = TAG + "N"
 TAG_BINARY = TAG + "B"
 TAG_STRING = TAG + "S"  # a real string that happens to start with NUL
+# Integers beyond ±2**53: JSON readers parse them as doubles when a column also has
+# floats, so they travel as tagged text and become bigint again in Spark.
+TAG_BIGINT = TAG + "I"
+_SAFE_INT = 2**53 - 1
+_MAX_INT64 = 2**63 - 1
 
 TAGS = {
     TAG_TIMESTAMP: "timestamp",
@@ -32,9 +37,16 @@ TAGS = {
     TAG_TIME: "time",
     TAG_DECIMAL: "decimal",
     TAG_BINARY: "binary",
+    TAG_BIGINT: "bigint",
 }
 
-_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_PASSTHROUGH_DATETIME
+_OPTIONS = (
+    orjson.OPT_APPEND_NEWLINE
+    | orjson.OPT_SERIALIZE_NUMPY
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_STRICT_INTEGER  # ints beyond 53 bits raise, and take the tagged path
+)
+_WIDE_OPTIONS = _OPTIONS & ~orjson.OPT_STRICT_INTEGER
 
 
 class _Unserializable(TypeError):
@@ -71,10 +83,20 @@ def _default(value: Any) -> Any:
 def dumps_row(item: dict[str, Any]) -> bytes:
     """One NDJSON line for ``item``; raises orjson's error on a value it cannot write."""
     before = _tag_count[0]
-    line = orjson.dumps(item, default=_default, option=_OPTIONS)
+    try:
+        line = orjson.dumps(item, default=_default, option=_OPTIONS)
+    except orjson.JSONEncodeError as exc:
+        if "53-bit" not in str(exc):
+            raise
+        return dumps_wide_ints(item)
     if _NUL_STRING in line:
         line = check_tags(item, line, before)
     return line
+
+
+def dumps_wide_ints(item: dict[str, Any]) -> bytes:
+    """The slow path for a row holding an integer beyond ±2**53: such ints are tagged."""
+    return orjson.dumps(escape_tagged_strings(item), default=_default, option=_WIDE_OPTIONS)
 
 
 def check_tags(item: dict[str, Any], line: bytes, tags_before: int) -> bytes:
@@ -85,7 +107,8 @@ def check_tags(item: dict[str, Any], line: bytes, tags_before: int) -> bytes:
 
 
 def batch_serializer() -> Any:
-    """The pieces of dumps_row for a loop that inlines it (see extract/extractor.py)."""
+    """The pieces of dumps_row for a loop that inlines it (see extract/extractor.py); a
+    JSONEncodeError there goes to dumps_row."""
     return orjson.dumps, _default, _OPTIONS, _NUL_STRING, _tag_count
 
 
@@ -125,11 +148,16 @@ def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], 
 
 
 def escape_tagged_strings(item: Any) -> Any:
-    """Escape real strings that begin with NUL (slow path, only when one is seen)."""
+    """Escape real strings that begin with NUL and tag integers beyond ±2**53 (slow path,
+    only for a row that has one)."""
     if isinstance(item, dict):
         return {key: escape_tagged_strings(value) for key, value in item.items()}
-    if isinstance(item, list):
+    if isinstance(item, (list, tuple)):
         return [escape_tagged_strings(value) for value in item]
     if isinstance(item, str) and item.startswith(TAG):
         return TAG_STRING + item
+    if isinstance(item, int) and not isinstance(item, bool) and abs(item) > _SAFE_INT:
+        if abs(item) > _MAX_INT64:
+            raise _Unserializable(f"the integer {item} does not fit a 64-bit bigint")
+        return TAG_BIGINT + str(item)
     return item

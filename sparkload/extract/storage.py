@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from sparkload.extract.serialize import TAG_STRING, TAG_TIME
 
 JSON_DIR = "json"
 ARROW_DIR = "arrow"
@@ -50,7 +54,7 @@ class TableFiles:
             return
         target = self.table_dir / ARROW_DIR
         target.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, target / f"part-{self._arrow_parts:05d}.parquet")
+        pq.write_table(stage_arrow(table), target / f"part-{self._arrow_parts:05d}.parquet")
         self._arrow_parts += 1
         self.rows += table.num_rows
 
@@ -82,3 +86,28 @@ class TableFiles:
         self._json_written = 0
         if self._on_file_closed is not None:
             self._on_file_closed(self._json_path)
+
+
+def stage_arrow(table: pa.Table) -> pa.Table:
+    """Arrow columns as normalization expects them, computed column-wise (no Python loop).
+
+    Arrow already types its columns, so its strings are marked as plain text (no ISO
+    timestamp detection, no misreading of a NUL-led string as a type tag), and times,
+    which Spark cannot read, become tagged ISO text like times from Python objects.
+    """
+    return pa.Table.from_arrays([_stage_array(column) for column in table.columns], names=table.column_names)
+
+
+def _stage_array(array: Any) -> Any:
+    dtype = array.type
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return pc.binary_join_element_wise(TAG_STRING, array.cast(pa.string()), "")
+    if pa.types.is_time(dtype):
+        return pc.binary_join_element_wise(TAG_TIME, array.cast(pa.string()), "")
+    if pa.types.is_struct(dtype):
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        children = [_stage_array(array.field(i)) for i in range(dtype.num_fields)]
+        names = [dtype.field(i).name for i in range(dtype.num_fields)]
+        return pa.StructArray.from_arrays(children, names=names, mask=array.is_null())
+    return array

@@ -15,7 +15,9 @@ from sparkload.normalize.normalizer import ID, LOAD_ID
 
 
 def append(table: DeltaTable, df: DataFrame, load_id: str) -> None:
-    check_types(df, table.schema(), table.name)
+    destination = table.schema()
+    check_types(df, destination, table.name)
+    df = align_to_table(df, destination)
     table.writer(df, "append", load_id).option("mergeSchema", "true").save(table.uri)
 
 

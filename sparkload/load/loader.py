@@ -9,16 +9,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import shutil
 from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from sparkload.exceptions import LoadError
 from sparkload.load import dispositions
 from sparkload.load.delta_log import list_tables
 from sparkload.load.retry import with_commit_retry
+from sparkload.load.schema_check import nullable_schema
 from sparkload.load.sql import quote
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.normalizer import ID, LOAD_ID, ROOT_ID, NormalizedTable
@@ -123,6 +126,17 @@ class Loader:
         existing_children: list[str],
     ) -> None:
         root_table = DeltaTable(self.spark, self.dataset_uri, root)
+        children = [t.name for t in family if t.name != root] + [
+            name for name in existing_children if name not in frames
+        ]
+        child_schemas = {name: DeltaTable(self.spark, self.dataset_uri, name).schema() for name in children}
+        for name, schema in child_schemas.items():
+            # Checked before the root commits, so a refused merge changes nothing.
+            if schema is not None and ROOT_ID not in schema.fieldNames():
+                raise LoadError(
+                    f"nested table '{name}' has no {ROOT_ID} column, so merge cannot remove the "
+                    f"nested rows of replaced '{root}' rows; load it with root_key=True first"
+                )
         deletes = self._deletes(root_table, frames[root], [primary_key, merge_key])
         # Markers carry the deleted rows' own key values, so comparing keys is exact; a
         # merge key may be NULL in old rows, a primary key found by the join is not.
@@ -135,18 +149,10 @@ class Loader:
             "merge",
             lambda t: dispositions.merge_delete_insert(t, frames[root], deletes, match, self.load_id),
         )
-        children = [t.name for t in family if t.name != root] + [
-            name for name in existing_children if name not in frames
-        ]
         root_deletes = deletes.select(F.col(ID).alias(ROOT_ID))
         for name in children:
             child = DeltaTable(self.spark, self.dataset_uri, name)
-            schema = child.schema()
-            if schema is not None and ROOT_ID not in schema.fieldNames():
-                raise LoadError(
-                    f"nested table '{name}' has no {ROOT_ID} column, so merge cannot remove the "
-                    f"nested rows of replaced '{root}' rows; load it with root_key=True first"
-                )
+            schema = child_schemas[name]
             df = frames.get(name)
             if schema is None:
                 if df is not None:
@@ -169,12 +175,21 @@ class Loader:
         """Destination row ids this merge replaces, fixed in the package before any commit
         so a repeated load deletes exactly the same rows."""
         target = self.package.path / "deletes" / table.name
-        if not target.exists():
+        schema_file = target / "_schema.json"
+        if not schema_file.exists():
             # Written aside and renamed, so a crash never leaves a half-written set behind.
             partial = target.with_name(table.name + ".partial")
-            dispositions.rows_to_delete(table, df, keys).write.mode("overwrite").parquet(str(partial))
+            shutil.rmtree(partial, ignore_errors=True)
+            rows = dispositions.rows_to_delete(table, df, keys)
+            rows.write.mode("overwrite").parquet(str(partial))
+            partial.mkdir(parents=True, exist_ok=True)  # the engine writes no folder for no rows
+            (partial / "_schema.json").write_text(rows.schema.json())
+            shutil.rmtree(target, ignore_errors=True)
             os.replace(partial, target)
-        return self.spark.read.parquet(str(target))
+        schema = T._parse_datatype_json_string(schema_file.read_text())
+        if not any(target.glob("*.parquet")):
+            return self.spark.createDataFrame([], schema)
+        return self.spark.read.schema(schema).parquet(str(target))
 
     def _deduplicate(
         self,
@@ -204,11 +219,14 @@ class Loader:
             if name != root:
                 # Nested rows of dropped duplicates go with them.
                 out[name] = df.join(kept, on=ROOT_ID, how="left_semi") if ROOT_ID in df.columns else df
+                counts[name] = out[name].count()
         return out, counts
 
     # -- committing ------------------------------------------------------------------------
     def _typed(self, table: NormalizedTable) -> DataFrame:
-        staged = self.spark.read.parquet(str(self.package.normalized_table_dir(table.name)))
+        path = str(self.package.normalized_table_dir(table.name))
+        schema = nullable_schema(self.spark.read.parquet(path).schema)
+        staged = self.spark.read.schema(schema).parquet(path)
         columns = [spec.expression() for spec in table.columns]
         columns += [F.col(quote(name)) for name in table.system_columns]
         return staged.select(*columns)

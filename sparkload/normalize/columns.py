@@ -52,10 +52,16 @@ def _nesting_allowed(level: int, max_nesting: int | None) -> bool:
 
 
 def field_names(fields: list[str]) -> tuple[list[str], list[NameCollision]]:
-    """Normalized names of sibling keys, collisions resolved in order of appearance."""
+    """Normalized names of sibling keys.
+
+    Colliding keys are resolved in an order that does not depend on the order of keys in
+    the data (which may differ between loads): a key already in normal form keeps its
+    name, the others follow sorted.
+    """
     plain = [name for name in fields if VARIANT_KEY_MARK not in name]
-    resolved, collisions = resolve_collisions(plain) if plain else ([], [])
-    by_raw = dict(zip(plain, resolved))
+    ordered = sorted(plain, key=lambda raw: (normalize_identifier(raw) != raw, raw))
+    resolved, collisions = resolve_collisions(ordered) if ordered else ([], [])
+    by_raw = dict(zip(ordered, resolved, strict=True))
     names = []
     for name in fields:
         if VARIANT_KEY_MARK in name:
@@ -79,12 +85,14 @@ def flatten(
     out = out or Flattened()
     names, collisions = field_names([field.name for field in struct.fields])
     out.collisions.extend(collisions)
-    for field, name in zip(struct.fields, names):
+    for field, name in zip(struct.fields, names, strict=True):
         path = make_path(prefix, name) if prefix else name
         column = get(field.name)
         dtype = field.dataType
         if isinstance(dtype, T.StructType) and _nesting_allowed(level, max_nesting):
             flatten(dtype, column.getField, table, path, level + 1, max_nesting, out)
+        elif isinstance(dtype, T.ArrayType) and isinstance(dtype.elementType, T.NullType):
+            continue  # lists that were empty or None in every row: nothing to load
         elif isinstance(dtype, T.ArrayType) and _nesting_allowed(level, max_nesting):
             out.nested.append(NestedList(make_path(table, path), column, dtype.elementType, level + 1))
         else:

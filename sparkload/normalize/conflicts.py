@@ -2,20 +2,26 @@
 
 Spark's JSON reader needs one type per field; when a field holds, say, numbers in some
 rows and strings in others, it refuses the file. Only then does this module read the
-staged lines in Python again and move each value whose type differs from the first type
-seen for its field to ``<key>\\x00v_<type>``, which normalization names
-``<col>__v_<type>`` (dlt's rule: the first type seen wins). The happy path never comes here.
+staged lines in Python again (two passes: the types of each field, then the rewrite).
+dlt's rule decides: the first type seen for a field keeps the field, and a value of an
+incompatible type moves to ``<key>\\x00v_<type>``, which normalization names
+``<col>__v_<type>``. Ints and floats share a field; a field that also holds integers
+beyond ±2**53 (tagged text) has all its ints tagged so none is read as a double.
+The happy path never comes here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from sparkload.extract.serialize import TAG, TAGS
+from sparkload.extract.serialize import TAG, TAG_BIGINT, TAGS
 from sparkload.normalize.columns import VARIANT_KEY_MARK
+
+Path_ = tuple[str, ...]
 
 
 def _json_type(value: Any) -> str | None:
@@ -23,29 +29,60 @@ def _json_type(value: Any) -> str | None:
         return None
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, (int, float)):
-        return "double" if isinstance(value, float) else "bigint"
+    if isinstance(value, int):
+        return "bigint"
+    if isinstance(value, float):
+        return "double"
     if isinstance(value, str):
         if value.startswith(TAG) and value[:2] in TAGS:
-            return TAGS[value[:2]]
+            return "wide_bigint" if value[:2] == TAG_BIGINT else TAGS[value[:2]]
         return "text"
-    if isinstance(value, dict):
-        return "object"
-    return "array"
+    return "object" if isinstance(value, dict) else "array"
 
 
-def _compatible(first: str, current: str) -> bool:
-    # Ints and floats share a column (widened to double); the rest must match.
-    return first == current or {first, current} == {"bigint", "double"}
+def _family(value_type: str) -> str:
+    return "bigint" if value_type == "wide_bigint" else value_type
 
 
-class ConflictSplitter:
+class _FieldTypes:
+    """First pass: the first type and the set of types of every field path."""
+
     def __init__(self) -> None:
-        self._types: dict[tuple[str, ...], str] = {}
+        self.first: dict[Path_, str] = {}
+        self.seen: dict[Path_, set[str]] = {}
 
-    def split(self, item: Any, path: tuple[str, ...] = ()) -> Any:
+    def visit(self, item: Any, path: Path_ = ()) -> None:
         if isinstance(item, list):
-            return [self.split(value, path + ("[]",)) for value in item]
+            for value in item:
+                self.visit(value, path + ("[]",))
+            return
+        if not isinstance(item, dict):
+            return
+        for key, value in item.items():
+            key_path = path + (key,)
+            value_type = _json_type(value)
+            if value_type is None:
+                continue
+            self.first.setdefault(key_path, value_type)
+            self.seen.setdefault(key_path, set()).add(value_type)
+            self.visit(value, key_path)
+
+    def compatible(self, path: Path_, value_type: str) -> bool:
+        first = _family(self.first[path])
+        current = _family(value_type)
+        if first == current:
+            return True
+        # Ints and floats share a column (read as double) unless wide ints would be rounded.
+        return {first, current} == {"bigint", "double"} and "wide_bigint" not in self.seen[path]
+
+
+class _Rewriter:
+    def __init__(self, types: _FieldTypes) -> None:
+        self.types = types
+
+    def rewrite(self, item: Any, path: Path_ = ()) -> Any:
+        if isinstance(item, list):
+            return [self.rewrite(value, path + ("[]",)) for value in item]
         if not isinstance(item, dict):
             return item
         out: dict[str, Any] = {}
@@ -54,23 +91,36 @@ class ConflictSplitter:
             value_type = _json_type(value)
             if value_type is None:
                 out[key] = value
-                continue
-            first = self._types.setdefault(key_path, value_type)
-            if _compatible(first, value_type):
-                out[key] = self.split(value, key_path)
+            elif self.types.compatible(key_path, value_type):
+                if value_type == "bigint" and "wide_bigint" in self.types.seen[key_path]:
+                    value = TAG_BIGINT + str(value)
+                out[key] = self.rewrite(value, key_path)
             elif value_type in ("object", "array"):
-                # A nested value where a scalar was seen: keep it under a variant key as JSON text.
+                # A nested value where a scalar was seen first: kept whole, as JSON text.
                 out[key + VARIANT_KEY_MARK + "json"] = orjson.dumps(value).decode()
             else:
-                out[key + VARIANT_KEY_MARK + value_type] = value
+                out[key + VARIANT_KEY_MARK + _family(value_type)] = value
         return out
+
+
+def _lines(files: list[Path]) -> Iterator[Any]:
+    for source in files:
+        with open(source, "rb") as lines:
+            for line in lines:
+                yield orjson.loads(line)
 
 
 def split_conflicts(source_dir: Path, target_dir: Path) -> None:
     """Rewrite every staged NDJSON file of ``source_dir`` into ``target_dir`` without conflicts."""
-    splitter = ConflictSplitter()
+    files = sorted(source_dir.glob("*.jsonl"))
+    types = _FieldTypes()
+    for item in _lines(files):
+        types.visit(item)
+    rewriter = _Rewriter(types)
     target_dir.mkdir(parents=True, exist_ok=True)
-    for source in sorted(source_dir.glob("*.jsonl")):
+    for source in files:
         with open(source, "rb") as lines, open(target_dir / source.name, "wb") as out:
             for line in lines:
-                out.write(orjson.dumps(splitter.split(orjson.loads(line)), option=orjson.OPT_APPEND_NEWLINE))
+                out.write(
+                    orjson.dumps(rewriter.rewrite(orjson.loads(line)), option=orjson.OPT_APPEND_NEWLINE)
+                )

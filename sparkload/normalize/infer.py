@@ -101,6 +101,10 @@ def profile(df: DataFrame, leaves: Mapping[str, T.DataType], key: tuple[str, ...
                 aggs.append(F.sum(hit).alias(f"k{index}_{kind}"))
             aggs.append(F.max(_decimal_scale(column)).alias(f"s{index}"))
             aggs.append(F.max(_decimal_digits(column)).alias(f"d{index}"))
+        elif kind_of_spark_type(dtype) == "bigint":
+            # Integer digits decide whether the ints fit a declared decimal exactly.
+            aggs.append(F.max(column).alias(f"max{index}"))
+            aggs.append(F.min(column).alias(f"min{index}"))
     row = df.agg(*aggs).collect()[0]
     return row.asDict()
 
@@ -139,21 +143,26 @@ def infer_columns(
             kind = kind_of_spark_type(dtype)
             kinds = {kind: int(stats[f"n{index}"] or 0)} if kind else {}
         kinds = {k: n for k, n in kinds.items() if n}
-        tag_decimal = None
+        tag_decimal = observed_decimal = None
+        if kinds.get("bigint"):
+            largest = max(abs(int(stats[f"max{index}"])), abs(int(stats[f"min{index}"])))
+            observed_decimal = T.DecimalType(max(len(str(largest)), 1), 0)
         if kinds.get("decimal_tag"):
-            tag_decimal = _decimal_for_tags(
-                int(stats[f"s{index}"] or 0), int(stats[f"d{index}"] or 0), table, name
-            )
+            scale, digits = int(stats[f"s{index}"] or 0), int(stats[f"d{index}"] or 0)
+            tag_decimal = _decimal_for_tags(scale, digits, table, name)
+            # The narrowest decimal holding every tagged value exactly.
+            observed_decimal = T.DecimalType(max(digits + scale, 1), scale)
 
         target_type = _target_type(name, kinds, hints.get(name, {}), existing.get(name))
         if target_type is None:
             continue  # only NULLs and nothing declares the column: dlt creates no column
         target = _target_spark_type(target_type, existing.get(name), hints.get(name, {}), dtype, tag_decimal)
-        main = [k for k in kinds if _converts(k, target_type, dtype, target)]
+        main = [k for k in kinds if _converts(k, target_type, dtype, target, observed_decimal)]
         if main:
             exclusive = len(main) == len(kinds)
             specs.append(ColumnSpec(name, name, target.json(), main, string_source, exclusive))
-        elif not kinds and name not in existing:
+        elif name not in existing and (not kinds or hints.get(name, {}).get("data_type")):
+            # Declared (or all NULL) but no value fits: the column still exists, typed.
             specs.append(ColumnSpec(name, "", target.json(), ["null"], False))
         if name in required and sum(kinds[k] for k in main) != rows:
             raise NormalizeError(
@@ -225,11 +234,22 @@ def _target_spark_type(
     return spark_type(data_type)
 
 
-def _converts(kind: str, data_type: str, source: T.DataType, target: T.DataType) -> bool:
+def _converts(
+    kind: str,
+    data_type: str,
+    source: T.DataType,
+    target: T.DataType,
+    observed_decimal: T.DecimalType | None = None,
+) -> bool:
+    """True when every value of ``kind`` is stored in ``target`` unchanged."""
     if not absorbs(data_type, kind):
         return False
     if kind == "json":
         return source == target
     if kind == "decimal" and isinstance(source, T.DecimalType) and isinstance(target, T.DecimalType):
         return decimal_fits(source, target)
+    if kind == "decimal_tag" and isinstance(target, T.DecimalType) and observed_decimal is not None:
+        return decimal_fits(observed_decimal, target)
+    if kind == "bigint" and isinstance(target, T.DecimalType):
+        return decimal_fits(observed_decimal or T.DecimalType(19, 0), target)
     return True

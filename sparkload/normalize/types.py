@@ -16,6 +16,7 @@ from pyspark.sql import types as T
 
 from sparkload.extract.serialize import (
     TAG,
+    TAG_BIGINT,
     TAG_BINARY,
     TAG_DATE,
     TAG_DECIMAL,
@@ -32,13 +33,23 @@ ISO_TIMESTAMP = (
 )
 
 # Kinds of staged string values, disjoint, in the order they are tested.
-STRING_KINDS = ("timestamp_tag", "date_tag", "time_tag", "decimal_tag", "binary_tag", "iso", "text")
+STRING_KINDS = (
+    "timestamp_tag",
+    "date_tag",
+    "time_tag",
+    "decimal_tag",
+    "binary_tag",
+    "bigint_tag",
+    "iso",
+    "text",
+)
 _TAG_OF_KIND = {
     "timestamp_tag": TAG_TIMESTAMP,
     "date_tag": TAG_DATE,
     "time_tag": TAG_TIME,
     "decimal_tag": TAG_DECIMAL,
     "binary_tag": TAG_BINARY,
+    "bigint_tag": TAG_BIGINT,
 }
 # The data type each kind has on its own.
 KIND_TYPE = {
@@ -47,6 +58,7 @@ KIND_TYPE = {
     "time_tag": "time",
     "decimal_tag": "decimal",
     "binary_tag": "binary",
+    "bigint_tag": "bigint",
     "iso": "timestamp",
     "text": "text",
     "bigint": "bigint",
@@ -64,7 +76,7 @@ ABSORBS = {
     "timestamp": {"timestamp", "timestamp_tag", "iso"},
     "double": {"double", "bigint"},
     "decimal": {"decimal", "decimal_tag", "bigint"},
-    "bigint": {"bigint"},
+    "bigint": {"bigint", "bigint_tag"},
     "bool": {"bool"},
     "date": {"date", "date_tag"},
     "time": {"time_tag"},
@@ -129,7 +141,7 @@ def kind_condition(kind: str, column: Column) -> Column:
         return column.startswith(_TAG_OF_KIND[kind])
     # The regex comes first so to_timestamp only sees strings shaped like timestamps; a
     # shaped string it cannot parse (month 13) stays text instead of becoming NULL.
-    is_iso = F.when(column.rlike(ISO_TIMESTAMP), F.to_timestamp(column).isNotNull()).otherwise(False)
+    is_iso = F.when(column.rlike(ISO_TIMESTAMP), F.try_to_timestamp(column).isNotNull()).otherwise(False)
     if kind == "iso":
         return is_iso
     untagged = ~column.startswith(TAG)
@@ -157,6 +169,8 @@ def converter(kind: str, target: T.DataType) -> Callable[[Column], Column]:
         return lambda c: _payload(c).cast(target)
     if kind == "binary_tag":
         return lambda c: F.unbase64(_payload(c))
+    if kind == "bigint_tag":
+        return lambda c: _payload(c).cast(target)
     # Non-string kinds: the same type, or a lossless widening (bigint → double/decimal).
     return lambda c: c.cast(target)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sparkload import destinations
 from sparkload.engine import resolve_spark
-from sparkload.exceptions import PipelineStepFailed, SparkloadError
+from sparkload.exceptions import NormalizeError, PipelineStepFailed, SparkloadError
 from sparkload.extract.extractor import ExtractedTable, Extractor
 from sparkload.load.loader import Loader
 from sparkload.load.table import DeltaTable
@@ -236,10 +236,19 @@ class Pipeline:
 
             normalizer = TableNormalizer(self.spark, package.load_id, extracted["hints"], destination_schema)
             staged = package.extracted_table_dir(name)
-            for table in normalizer.normalize(
-                name, staged, package.normalized_dir, extracted.get("json_schema")
-            ):
-                tables.append(table.to_dict())
+            try:
+                normalized = normalizer.normalize(
+                    name, staged, package.normalized_dir, extracted.get("json_schema")
+                )
+            except SparkloadError:
+                raise
+            except Exception as exc:
+                raise NormalizeError(
+                    f"table '{name}' (resource '{extracted['resource']}'): {exc}. The extracted "
+                    "package stays in the working directory and the next run retries it; "
+                    "pipeline.drop_pending_packages() discards it"
+                ) from exc
+            tables += [table.to_dict() for table in normalized]
         package.write(
             NORMALIZE_MANIFEST,
             {"load_id": package.load_id, "tables": tables, "hints": hints, "state": manifest["state"]},
@@ -278,6 +287,13 @@ class Pipeline:
             package.delete()
         trace.last_load_info = info
         return info
+
+    def drop_pending_packages(self) -> None:
+        """Discard load packages that were extracted but not loaded (dlt's method)."""
+        shutil.rmtree(self.packages_dir, ignore_errors=True)
+
+    def has_pending_data(self) -> bool:
+        return bool(list_packages(self.packages_dir))
 
     def drop(self) -> None:
         """Forget the local working directory: state and pending packages (not the data)."""
