@@ -39,7 +39,7 @@ def resource(
         )
         made = Resource(resource_name, target, hints, selected=selected, parallelized=parallelized)
         if callable(target):
-            functools.update_wrapper(made, target)  # type: ignore[arg-type]
+            functools.update_wrapper(made, target)
         return made
 
     if data is None:
@@ -75,7 +75,7 @@ def transformer(
             parallelized=parallelized,
             data_from=data_from,
         )
-        functools.update_wrapper(made, func)  # type: ignore[arg-type]
+        functools.update_wrapper(made, func)
         return made
 
     if f is None:

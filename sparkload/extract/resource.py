@@ -219,7 +219,7 @@ class Resource:
 
     def _clone(self) -> Resource:
         clone = copy.copy(self)
-        clone._origin = self._data_from_origin()
+        clone._origin = self._data_from_origin()  # type: ignore[attr-defined]
         return clone
 
     def _data_from_origin(self) -> Resource:

@@ -53,7 +53,7 @@ class Source:
     def __getattr__(self, name: str) -> Resource:
         resources = self.__dict__.get("_resources", {})
         if name in resources:
-            return resources[name]  # type: ignore[no-any-return]
+            return resources[name]
         raise AttributeError(f"source '{self.__dict__.get('name')}' has no resource '{name}'")
 
     def __iter__(self) -> Iterator[Any]:

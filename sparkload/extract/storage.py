@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,7 +31,7 @@ class TableFiles:
         self._on_file_closed = on_file_closed
         self.rows = 0
         self._buffer = bytearray()
-        self._json_file: object | None = None
+        self._json_file: BinaryIO | None = None
         self._json_written = 0
         self._json_parts = 0
         self._arrow_parts = 0
@@ -72,7 +72,7 @@ class TableFiles:
             self._json_path = target / f"part-{self._json_parts:05d}.jsonl"
             self._json_file = open(self._json_path, "wb")  # noqa: SIM115
             self._json_parts += 1
-        self._json_file.write(self._buffer)  # type: ignore[attr-defined]
+        self._json_file.write(self._buffer)
         self._json_written += len(self._buffer)
         self._buffer = bytearray()
         if self._json_written >= _ROTATE_BYTES:
@@ -81,7 +81,8 @@ class TableFiles:
     def _close_json(self) -> None:
         # No fsync: staged files need to survive a killed process (the page cache does
         # that), and the package manifest written after them decides what counts.
-        self._json_file.close()  # type: ignore[attr-defined]
+        assert self._json_file is not None
+        self._json_file.close()
         self._json_file = None
         self._json_written = 0
         if self._on_file_closed is not None:

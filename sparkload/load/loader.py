@@ -7,6 +7,7 @@ recognised in the table itself) is skipped, so repeating a load never writes twi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import shutil
@@ -21,13 +22,36 @@ from sparkload.exceptions import LoadError
 from sparkload.load import dispositions
 from sparkload.load.delta_log import list_tables
 from sparkload.load.retry import with_commit_retry
-from sparkload.load.schema_check import nullable_schema
+from sparkload.load.schema_check import check_types, nullable_schema
 from sparkload.load.sql import quote
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.normalizer import ID, LOAD_ID, ROOT_ID, NormalizedTable
 from sparkload.pipeline.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPackage
 
 logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class _Commit:
+    """One table's commit, prepared (and checked) before any table is committed."""
+
+    table: str
+    rows: int
+    disposition: str
+    action: Callable[[DeltaTable], None]
+
+
+def _append(table: DeltaTable, df: DataFrame, load_id: str) -> None:
+    dispositions.append(table, df, load_id)
+
+
+def _replace(table: DeltaTable, df: DataFrame, load_id: str) -> None:
+    dispositions.replace(table, df, load_id)
+
+
+def _truncate(table: DeltaTable, load_id: str) -> None:
+    if table.exists():
+        dispositions.truncate(table, load_id)
 
 
 @dataclasses.dataclass
@@ -61,61 +85,68 @@ class Loader:
         self._on_table = on_table
 
     def load(self) -> list[TableLoad]:
+        """Commit every table. All commits are prepared and checked against the tables'
+        schemas first, so a load refused for a schema conflict changes no table."""
+        commits: list[_Commit] = []
         for root, hints in self.hints.items():
             family = [t for t in self.tables if t.root == root]
-            self._load_family(root, family, hints)
+            commits += self._prepare_family(root, family, hints)
+        for commit in commits:
+            self._commit(commit)
         return [TableLoad(**entry) for entry in self.done.values()]
 
     # -- one root table and its nested tables ---------------------------------------------
-    def _load_family(self, root: str, family: list[NormalizedTable], hints: dict[str, Any]) -> None:
+    def _prepare_family(
+        self, root: str, family: list[NormalizedTable], hints: dict[str, Any]
+    ) -> list[_Commit]:
         wd = hints["write_disposition"]
-        disposition = wd["disposition"]
+        declared = disposition = wd["disposition"]
         primary_key = list(hints.get("primary_key") or [])
         merge_key = list(hints.get("merge_key") or [])
         if disposition == "merge" and not (primary_key or merge_key):
-            disposition = "append"  # dlt: merge without keys falls back to append
+            declared = disposition = "append"  # dlt: merge without keys falls back to append
         if disposition == "merge" and wd.get("strategy", "delete-insert") != "delete-insert":
             raise LoadError(f"table '{root}': merge strategy '{wd['strategy']}' is not available")
+        existing_children = [name for name in list_tables(self.dataset_uri) if name.startswith(root + "__")]
+        truncate = functools.partial(_truncate, load_id=self.load_id)
 
         if not family:
             # The resource yielded nothing: a replace still empties its tables, as in dlt.
-            if disposition == "replace":
-                for name in [root] + [n for n in list_tables(self.dataset_uri) if n.startswith(root + "__")]:
-                    self._commit(name, 0, "replace", lambda t: dispositions.truncate(t, self.load_id))
-            return
+            if disposition != "replace":
+                return []
+            return [_Commit(name, 0, declared, truncate) for name in [root, *existing_children]]
         frames = {t.name: self._typed(t) for t in family}
         rows = {t.name: t.rows for t in family}
         root_table = DeltaTable(self.spark, self.dataset_uri, root)
-        existing_children = [name for name in list_tables(self.dataset_uri) if name.startswith(root + "__")]
         if disposition == "merge":
             root_info = next(t for t in family if t.name == root)
             if root_info.distinct_keys is None or root_info.distinct_keys < root_info.rows:
                 frames, rows = self._deduplicate(root, frames, rows, hints, primary_key)
             if not root_table.exists():
-                disposition = "append"
+                disposition = "append"  # the first merge creates the tables
         if disposition == "append":
-            for table in family:
-                self._commit(
-                    table.name,
-                    rows[table.name],
-                    "append",
-                    lambda t, df=frames[table.name]: dispositions.append(t, df, self.load_id),
+            return [self._append(t.name, rows[t.name], declared, frames[t.name]) for t in family]
+        if disposition == "replace":
+            commits = [
+                _Commit(
+                    t.name,
+                    rows[t.name],
+                    declared,
+                    functools.partial(_replace, df=frames[t.name], load_id=self.load_id),
                 )
-        elif disposition == "replace":
-            for table in family:
-                self._commit(
-                    table.name,
-                    rows[table.name],
-                    "replace",
-                    lambda t, df=frames[table.name]: dispositions.replace(t, df, self.load_id),
-                )
-            for name in existing_children:
-                if name not in frames:
-                    self._commit(name, 0, "replace", lambda t: dispositions.truncate(t, self.load_id))
-        else:
-            self._merge(root, family, frames, rows, primary_key, merge_key, existing_children)
+                for t in family
+            ]
+            commits += [
+                _Commit(name, 0, declared, truncate) for name in existing_children if name not in frames
+            ]
+            return commits
+        return self._prepare_merge(root, family, frames, rows, primary_key, merge_key, existing_children)
 
-    def _merge(
+    def _append(self, name: str, rows: int, label: str, df: DataFrame) -> _Commit:
+        check_types(df, DeltaTable(self.spark, self.dataset_uri, name).schema(), name)
+        return _Commit(name, rows, label, functools.partial(_append, df=df, load_id=self.load_id))
+
+    def _prepare_merge(
         self,
         root: str,
         family: list[NormalizedTable],
@@ -124,52 +155,48 @@ class Loader:
         primary_key: list[str],
         merge_key: list[str],
         existing_children: list[str],
-    ) -> None:
+    ) -> list[_Commit]:
         root_table = DeltaTable(self.spark, self.dataset_uri, root)
         children = [t.name for t in family if t.name != root] + [
             name for name in existing_children if name not in frames
         ]
         child_schemas = {name: DeltaTable(self.spark, self.dataset_uri, name).schema() for name in children}
         for name, schema in child_schemas.items():
-            # Checked before the root commits, so a refused merge changes nothing.
             if schema is not None and ROOT_ID not in schema.fieldNames():
                 raise LoadError(
                     f"nested table '{name}' has no {ROOT_ID} column, so merge cannot remove the "
                     f"nested rows of replaced '{root}' rows; load it with root_key=True first"
                 )
+        check_types(frames[root], root_table.schema(), root)
         deletes = self._deletes(root_table, frames[root], [primary_key, merge_key])
         # Markers carry the deleted rows' own key values, so comparing keys is exact; a
         # merge key may be NULL in old rows, a primary key found by the join is not.
         match = [(ID, False)] + (
             [(k, True) for k in merge_key] if merge_key else [(k, False) for k in primary_key]
         )
-        self._commit(
-            root,
-            rows[root],
-            "merge",
-            lambda t: dispositions.merge_delete_insert(t, frames[root], deletes, match, self.load_id),
-        )
+        merge = functools.partial(dispositions.merge_delete_insert, load_id=self.load_id)
+        commits = [
+            _Commit(
+                root,
+                rows[root],
+                "merge",
+                functools.partial(merge, df=frames[root], markers=deletes, match=match),
+            )
+        ]
         root_deletes = deletes.select(F.col(ID).alias(ROOT_ID))
         for name in children:
-            child = DeltaTable(self.spark, self.dataset_uri, name)
-            schema = child_schemas[name]
             df = frames.get(name)
-            if schema is None:
+            if child_schemas[name] is None:
                 if df is not None:
-                    self._commit(
-                        name, rows[name], "merge", lambda t, df=df: dispositions.append(t, df, self.load_id)
-                    )
+                    commits.append(self._append(name, rows[name], "merge", df))
                 continue
             if df is None:
-                df = child.read().limit(0)
-            self._commit(
-                name,
-                rows.get(name, 0),
-                "merge",
-                lambda t, df=df: dispositions.merge_delete_insert(
-                    t, df, root_deletes, [(ROOT_ID, False)], self.load_id
-                ),
-            )
+                df = DeltaTable(self.spark, self.dataset_uri, name).read().limit(0)
+            else:
+                check_types(df, child_schemas[name], name)
+            action = functools.partial(merge, df=df, markers=root_deletes, match=[(ROOT_ID, False)])
+            commits.append(_Commit(name, rows.get(name, 0), "merge", action))
+        return commits
 
     def _deletes(self, table: DeltaTable, df: DataFrame, keys: list[list[str]]) -> DataFrame:
         """Destination row ids this merge replaces, fixed in the package before any commit
@@ -187,8 +214,9 @@ class Loader:
             shutil.rmtree(target, ignore_errors=True)
             os.replace(partial, target)
         schema = T._parse_datatype_json_string(schema_file.read_text())
+        assert isinstance(schema, T.StructType)
         if not any(target.glob("*.parquet")):
-            return self.spark.createDataFrame([], schema)
+            return self.spark.createDataFrame([], schema=schema)
         return self.spark.read.schema(schema).parquet(str(target))
 
     def _deduplicate(
@@ -231,13 +259,14 @@ class Loader:
         columns += [F.col(quote(name)) for name in table.system_columns]
         return staged.select(*columns)
 
-    def _commit(self, name: str, rows: int, disposition: str, action: Callable[[DeltaTable], None]) -> None:
+    def _commit(self, commit: _Commit) -> None:
+        name = commit.table
         if name in self.done:
             return
         table = DeltaTable(self.spark, self.dataset_uri, name)
-        if not self._already_committed(table, disposition):
-            with_commit_retry(lambda: action(table), f"table '{name}'")
-        self.done[name] = TableLoad(name, rows, table.version(), disposition).to_dict()
+        if not self._already_committed(table, commit.disposition):
+            with_commit_retry(lambda: commit.action(table), f"table '{name}'")
+        self.done[name] = TableLoad(name, commit.rows, table.version(), commit.disposition).to_dict()
         self.package.write(LOADED_MANIFEST, self.done)
         if self._on_table is not None:
             self._on_table(name)
