@@ -29,7 +29,6 @@ from sparkload.normalize.normalizer import ID, LOAD_ID, ROOT_ID, NormalizedTable
 from sparkload.pipeline.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPackage
 
 logger = logging.getLogger(__name__)
-ATTEMPTS_DIR = "attempts"  # one empty file per table whose commit was started
 
 
 @dataclasses.dataclass
@@ -265,12 +264,7 @@ class Loader:
         if name in self.done:
             return
         table = DeltaTable(self.spark, self.dataset_uri, name)
-        attempts = self.package.path / ATTEMPTS_DIR
-        marker = attempts / name
-        # Only a table whose commit an earlier attempt may have made needs the check.
-        if not (marker.exists() and self._already_committed(table, commit.disposition)):
-            attempts.mkdir(parents=True, exist_ok=True)
-            marker.touch()
+        if not self._already_committed(table, commit.disposition):
             with_commit_retry(lambda: commit.action(table), f"table '{name}'")
         self.done[name] = TableLoad(name, commit.rows, table.version(), commit.disposition).to_dict()
         self.package.write(LOADED_MANIFEST, self.done)
