@@ -63,7 +63,8 @@ def main() -> None:
         if not args.skip_dlt:
             theirs, _ = _run(_python_with_dlt(), "dlt_w1.py")
             print(
-                f"W1 dlt:       first {theirs['first']:.2f}s, second {theirs['second']:.2f}s, rows {theirs['rows']:,}"
+                f"W1 dlt:       first {theirs['first']:.2f}s, second {theirs['second']:.2f}s, "
+                f"rows {theirs['rows']:,}"
             )
             print(
                 f"W1 ratio (dlt / sparkload): first {theirs['first'] / ours['first']:.1f}x, "

@@ -46,7 +46,7 @@ def test_existing_session_is_used_as_given(make_pipeline: Any) -> None:
 
 def test_remote_url_that_is_not_spark_connect_is_refused(make_pipeline: Any) -> None:
     with pytest.raises(EngineError, match="sc://"):
-        make_pipeline(spark="http://localhost:1").spark
+        _ = make_pipeline(spark="http://localhost:1").spark
 
 
 @pytest.fixture

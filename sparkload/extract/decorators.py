@@ -64,18 +64,19 @@ def transformer(
     """A resource fed by another resource's items: ``fn(item, *args)`` yields new items."""
 
     def wrap(func: Callable[..., Any]) -> Resource:
-        hints = TableHints.build(
-            table_name, write_disposition, primary_key, merge_key, columns, max_table_nesting
-        )
-        made = Resource(
-            name or func.__name__,
+        made: Resource = resource(
             func,
-            hints,
+            name=name,
+            table_name=table_name,
+            write_disposition=write_disposition,
+            primary_key=primary_key,
+            merge_key=merge_key,
+            columns=columns,
+            max_table_nesting=max_table_nesting,
             selected=selected,
             parallelized=parallelized,
-            data_from=data_from,
         )
-        functools.update_wrapper(made, func)
+        made._data_from = data_from
         return made
 
     if f is None:

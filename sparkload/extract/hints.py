@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Union
+from typing import Any
 
 from sparkload.exceptions import ResourceError
 
-TTableName = Union[str, Callable[[Any], str]]
-TKey = Union[str, Sequence[str]]
+TTableName = str | Callable[[Any], str]
+TKey = str | Sequence[str]
 TColumnHints = Mapping[str, Mapping[str, Any]]
 
 DISPOSITIONS = ("append", "replace", "merge")
