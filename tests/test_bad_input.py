@@ -273,7 +273,10 @@ def test_blank_key_error_names_the_table(loaded: sl.Pipeline) -> None:
 
 
 def test_colliding_keys_become_two_columns_and_keep_both_values(pipeline: sl.Pipeline) -> None:
-    pipeline.run([{"id": 1, "a b": "spaced", "a_b": "underscored"}], table_name="collide")
+    info = pipeline.run([{"id": 1, "a b": "spaced", "a_b": "underscored"}], table_name="collide")
+
+    assert info.notes == ["table 'collide': column name collision resolved: 'a b' → a_b_1"]
+    assert "collision" in str(info)
 
     for read in (delta_rows, spark_rows):
         (row,) = user_columns(read(pipeline, "collide"))

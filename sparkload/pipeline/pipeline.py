@@ -265,7 +265,8 @@ class Pipeline:
             self.progress.start("load")
             try:
                 loads = Loader(self.spark, self.dataset_uri, package, on_table=self.progress.table).load()
-                new_state = package.read(NORMALIZE_MANIFEST)["state"]
+                normalized = package.read(NORMALIZE_MANIFEST)
+                new_state = normalized["state"]
                 if new_state.get("_state_version", 0) > self.state.get("_state_version", 0):
                     state_store.write_destination(
                         self.spark, self.dataset_uri, self.pipeline_name, new_state, package.load_id
@@ -283,6 +284,11 @@ class Pipeline:
                 package.load_id,
                 [entry.to_dict() for entry in loads],
                 list(trace.timings),
+                [
+                    f"table '{table['name']}': column name collision resolved: {note}"
+                    for table in normalized["tables"]
+                    for note in table["collisions"]
+                ],
             )
             package.delete()
         trace.last_load_info = info
