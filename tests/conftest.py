@@ -10,6 +10,7 @@ import deltalake
 import pytest
 
 import sparkload as sl
+from sparkload.normalize.normalizer import SYSTEM_COLUMNS
 
 _names = itertools.count()
 
@@ -66,3 +67,8 @@ def delta_version(pipeline: sl.Pipeline, table: str) -> int:
 
 def delta_history(pipeline: sl.Pipeline, table: str) -> list[dict[str, Any]]:
     return list(deltalake.DeltaTable(f"{pipeline.dataset_uri}/{table}").history())
+
+
+def user_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows without sparkload's bookkeeping columns."""
+    return [{k: v for k, v in row.items() if k not in SYSTEM_COLUMNS} for row in rows]

@@ -12,23 +12,11 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
-from conftest import delta_rows, delta_version, spark_rows
+from conftest import delta_rows, delta_version, spark_rows, user_columns
 
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed, UnserializableValueError, UnsupportedItemError
 from sparkload.normalize.naming import normalize_identifier
-
-SYSTEM = (
-    "_sparkload_id",
-    "_sparkload_load_id",
-    "_sparkload_parent_id",
-    "_sparkload_list_idx",
-    "_sparkload_root_id",
-)
-
-
-def user_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in row.items() if k not in SYSTEM} for row in rows]
 
 
 def snapshot(pipeline: sl.Pipeline, table: str) -> tuple[int, list[dict[str, Any]]]:

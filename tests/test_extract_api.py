@@ -18,26 +18,14 @@ import deltalake
 import pandas as pd
 import pyarrow as pa
 import pytest
-from conftest import delta_history, delta_rows, delta_version, spark_rows
+from conftest import delta_history, delta_rows, delta_version, spark_rows, user_columns
 
 import sparkload as sl
 from sparkload.config import ConfigFieldMissingError
 from sparkload.exceptions import PipelineStepFailed
 from sparkload.pipeline.package import EXTRACT_MANIFEST, LoadPackage
 
-SYSTEM = (
-    "_sparkload_id",
-    "_sparkload_load_id",
-    "_sparkload_parent_id",
-    "_sparkload_list_idx",
-    "_sparkload_root_id",
-)
 SECRET = "tok-9Qx!7zz-unguessable"
-
-
-def user_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows without sparkload's bookkeeping columns."""
-    return [{k: v for k, v in row.items() if k not in SYSTEM} for row in rows]
 
 
 def arrow_type(pipeline: sl.Pipeline, table: str, column: str) -> pa.DataType:
