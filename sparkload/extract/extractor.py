@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from sparkload.exceptions import ExtractError, SparkloadError, UnsupportedItemError
-from sparkload.extract.hints import TableHints
+from sparkload.extract.hints import COLUMN_NAME_OPTIONS, TableHints
 from sparkload.extract.items import is_arrow, is_pandas, to_arrow
 from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
@@ -53,12 +53,24 @@ def normalize_column_path(name: str) -> str:
     return normalize_path([part for part in name.split("__") if part] or [name])
 
 
+def _normalized_options(disposition: dict[str, Any]) -> dict[str, Any]:
+    """Merge options that name columns (``updated_at_name``, ``columns`` …), normalized."""
+    out = dict(disposition)
+    for option in COLUMN_NAME_OPTIONS:
+        value = out.get(option)
+        if isinstance(value, str) and not (option == "columns" and value == "*"):
+            out[option] = normalize_column_path(value)
+        elif isinstance(value, (list, tuple)):
+            out[option] = [normalize_column_path(str(v)) for v in value]
+    return out
+
+
 def hints_for_manifest(hints: TableHints, root_key: bool, max_table_nesting: int | None) -> dict[str, Any]:
     wd = hints.write_disposition
     nesting = hints.max_table_nesting if hints.max_table_nesting is not None else max_table_nesting
     # Hints name columns as the user wrote them; tables use normalized names.
     return {
-        "write_disposition": wd.to_dict(),
+        "write_disposition": _normalized_options(wd.to_dict()),
         "primary_key": [normalize_column_path(k) for k in hints.primary_key],
         "merge_key": [normalize_column_path(k) for k in hints.merge_key],
         "columns": {normalize_column_path(name): dict(col) for name, col in hints.columns.items()},

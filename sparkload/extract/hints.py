@@ -14,6 +14,38 @@ TColumnHints = Mapping[str, Mapping[str, Any]]
 
 DISPOSITIONS = ("append", "replace", "merge")
 MERGE_STRATEGIES = ("delete-insert", "upsert", "insert-only", "scd2")
+# Options of the dict form of a merge write disposition, by the strategies that take them.
+SCD2_OPTIONS = (
+    # dlt's names
+    "validity_column_names",
+    "active_record_timestamp",
+    "boundary_timestamp",
+    "row_version_column_name",
+    # SQLMesh's names
+    "updated_at_name",
+    "updated_at_as_valid_from",
+    "columns",
+    "execution_time_as_valid_from",
+    "invalidate_hard_deletes",
+    "valid_from_name",
+    "valid_to_name",
+)
+MERGE_OPTIONS = {
+    "delete-insert": ("deduplicated", "sequence_by"),
+    "upsert": ("sequence_by",),
+    "insert-only": ("deduplicated",),
+    "scd2": SCD2_OPTIONS,
+}
+# Options whose values name columns (normalized like column names before loading).
+COLUMN_NAME_OPTIONS = (
+    "sequence_by",
+    "validity_column_names",
+    "row_version_column_name",
+    "updated_at_name",
+    "columns",
+    "valid_from_name",
+    "valid_to_name",
+)
 # Column hints sparkload understands; others are kept and ignored, as dlt does.
 DATA_TYPES = ("text", "bigint", "double", "bool", "decimal", "date", "timestamp", "binary", "time", "json")
 
@@ -50,8 +82,17 @@ class WriteDisposition:
                 raise ResourceError(
                     f"merge strategy must be one of {', '.join(MERGE_STRATEGIES)}, got {strategy!r}"
                 )
+            allowed = MERGE_OPTIONS[strategy]
+            unknown = sorted(set(spec) - set(allowed))
+            if unknown:
+                raise ResourceError(
+                    f"merge strategy {strategy!r} takes no option {', '.join(map(repr, unknown))}; "
+                    f"it takes {', '.join(allowed)}"
+                )
         elif strategy is not None:
             raise ResourceError(f"a strategy applies only to merge, not to {disposition!r}")
+        elif spec:
+            raise ResourceError(f"write disposition {disposition!r} takes no options, got {sorted(spec)}")
         return cls(disposition, strategy, spec)
 
     def to_dict(self) -> dict[str, Any]:

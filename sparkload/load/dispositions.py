@@ -9,9 +9,9 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from sparkload.load.schema_check import align_to_table, check_types
-from sparkload.load.sql import delta_path, quote
+from sparkload.load.sql import quote
 from sparkload.load.table import DeltaTable
-from sparkload.normalize.normalizer import ID, LOAD_ID
+from sparkload.normalize.normalizer import ID
 
 
 def append(table: DeltaTable, df: DataFrame, load_id: str) -> None:
@@ -63,45 +63,3 @@ def rows_to_delete(table: DeltaTable, df: DataFrame, keys: list[list[str]]) -> D
         matches = part if matches is None else matches.unionByName(part)
     assert matches is not None
     return matches.distinct()
-
-
-def merge_delete_insert(
-    table: DeltaTable,
-    df: DataFrame,
-    markers: DataFrame,
-    match: list[tuple[str, bool]],
-    load_id: str,
-) -> None:
-    """Delete the destination rows that ``markers`` identify and insert ``df``, in one
-    MERGE commit.
-
-    ``markers`` holds column values copied from the rows to delete; ``match`` lists the
-    columns to compare (name, null-safe?). Delete markers travel in the same source as the
-    new rows, told apart by a NULL load id (every real row has one), so the source has
-    exactly the table's columns and ``INSERT *`` with schema evolution adds new columns in
-    the same commit. Matching on the key columns, not only the row id, lets the engine
-    skip files by their statistics.
-    """
-    destination = table.schema()
-    check_types(df, destination, table.name)
-    rows = align_to_table(df, destination)
-    source = rows.unionByName(markers, allowMissingColumns=True)
-    view = f"sparkload_merge_{load_id.replace('.', '_')}_{table.name}"
-    source.createOrReplaceTempView(view)
-    conditions = [f"s.{quote(LOAD_ID)} IS NULL"] + [
-        f"t.{quote(col)} {'<=>' if null_safe else '='} s.{quote(col)}" for col, null_safe in match
-    ]
-    statement = (
-        f"MERGE WITH SCHEMA EVOLUTION INTO {delta_path(table.uri)} AS t USING {quote(view)} AS s "
-        f"ON {' AND '.join(conditions)} "
-        "WHEN MATCHED THEN DELETE "
-        f"WHEN NOT MATCHED AND s.{quote(LOAD_ID)} IS NOT NULL THEN INSERT *"
-    )
-    spark = df.sparkSession
-    # JVM Delta records this in commitInfo.userMetadata; Sail 0.7 ignores it for MERGE.
-    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", load_id)
-    try:
-        spark.sql(statement).collect()
-    finally:
-        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
-        spark.catalog.dropTempView(view)

@@ -251,7 +251,13 @@ class Pipeline:
             tables += [table.to_dict() for table in normalized]
         package.write(
             NORMALIZE_MANIFEST,
-            {"load_id": package.load_id, "tables": tables, "hints": hints, "state": manifest["state"]},
+            {
+                "load_id": package.load_id,
+                "execution_time": manifest["execution_time"],
+                "tables": tables,
+                "hints": hints,
+                "state": manifest["state"],
+            },
         )
 
     def load(self) -> LoadInfo:

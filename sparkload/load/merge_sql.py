@@ -1,0 +1,95 @@
+"""One MERGE statement into a Delta table, built from small quoted pieces.
+
+Every merge strategy sends a single source DataFrame holding two kinds of rows: the rows
+to write (they carry the load id) and *markers* that only point at destination rows to
+delete or close (their load id is NULL; every real row has one). One statement can then
+delete, update and insert in one Delta commit, and ``INSERT *`` with schema evolution
+adds new columns of the load in that same commit. Values never appear in the SQL text.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame
+
+from sparkload.load.schema_check import align_to_table, check_types
+from sparkload.load.sql import conjunction, delta_path, qualified, quote
+from sparkload.load.table import DeltaTable
+from sparkload.normalize.normalizer import LOAD_ID
+
+SOURCE, TARGET = "s", "t"
+_views = itertools.count()
+
+
+def is_marker() -> str:
+    return f"{qualified(SOURCE, LOAD_ID)} IS NULL"
+
+
+def is_row() -> str:
+    return f"{qualified(SOURCE, LOAD_ID)} IS NOT NULL"
+
+
+def columns_match(columns: Sequence[str], null_safe: bool = False) -> str:
+    """``t.c = s.c AND …``; null-safe (``<=>``) where a NULL must match a NULL."""
+    operator = "<=>" if null_safe else "="
+    return conjunction(f"{qualified(TARGET, c)} {operator} {qualified(SOURCE, c)}" for c in columns)
+
+
+def conjunction_of(*conditions: str) -> str:
+    return conjunction(conditions)
+
+
+def either(*conditions: str) -> str:
+    return " OR ".join(f"({c})" for c in conditions)
+
+
+def when_matched_delete(condition: str | None = None) -> str:
+    return f"WHEN MATCHED{_and(condition)} THEN DELETE"
+
+
+def when_matched_update_all(condition: str | None = None) -> str:
+    return f"WHEN MATCHED{_and(condition)} THEN UPDATE SET *"
+
+
+def when_matched_set(columns: Sequence[str], condition: str | None = None) -> str:
+    """Copy ``columns`` from the source row into the matched destination row."""
+    assignments = ", ".join(f"{qualified(TARGET, c)} = {qualified(SOURCE, c)}" for c in columns)
+    return f"WHEN MATCHED{_and(condition)} THEN UPDATE SET {assignments}"
+
+
+def when_not_matched_insert_all(condition: str | None = None) -> str:
+    return f"WHEN NOT MATCHED{_and(condition)} THEN INSERT *"
+
+
+def _and(condition: str | None) -> str:
+    return f" AND ({condition})" if condition else ""
+
+
+def source_of(table: DeltaTable, rows: DataFrame, markers: DataFrame | None = None) -> DataFrame:
+    """Rows to write, checked against and aligned to the table, plus markers (load id NULL)."""
+    destination = table.schema()
+    check_types(rows, destination, table.name)
+    source = align_to_table(rows, destination)
+    if markers is not None:
+        source = source.unionByName(markers, allowMissingColumns=True)
+    return source
+
+
+def merge_into(table: DeltaTable, source: DataFrame, on: str, clauses: Sequence[str], load_id: str) -> None:
+    """Run ``MERGE WITH SCHEMA EVOLUTION INTO <table> USING <source> ON <on> <clauses>``."""
+    spark = source.sparkSession
+    view = f"sparkload_merge_{next(_views)}_{load_id.replace('.', '_')}"
+    source.createOrReplaceTempView(view)
+    statement = (
+        f"MERGE WITH SCHEMA EVOLUTION INTO {delta_path(table.uri)} AS {quote(TARGET)} "
+        f"USING {quote(view)} AS {quote(SOURCE)} ON {on} " + " ".join(clauses)
+    )
+    # JVM Delta records this in commitInfo.userMetadata; Sail 0.7 ignores it for MERGE.
+    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", load_id)
+    try:
+        spark.sql(statement).collect()
+    finally:
+        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+        spark.catalog.dropTempView(view)

@@ -1,0 +1,279 @@
+"""SCD Type 2: keep every version of a record with the time range it was valid in.
+
+Two flavours share one commit shape — new versions are inserted, superseded versions are
+*closed* by setting their valid_to — and differ in how they tell what changed:
+- dlt's: a hash of all data columns identifies a version (stored in ``_sparkload_id``,
+  or a user column named by ``row_version_column_name``); versions in the destination
+  but not in the load are closed, versions in the load but not current are inserted, all
+  at the boundary timestamp;
+- SQLMesh's: the primary key identifies a record; *by time* a newer ``updated_at`` makes a
+  change, *by column* a difference in the checked columns does; the valid_from of new
+  versions follows SQLMesh's rules (1970-01-01 for the first load, the update time or the
+  execution time later).
+Nested tables get no validity columns: their rows are inserted with a new root version.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from sparkload.exceptions import LoadError
+from sparkload.load import dispositions, merge_sql
+from sparkload.load.commits import TableCommit
+from sparkload.load.merge_config import EPOCH, Scd2Config
+from sparkload.load.merge_family import MergeFamily, add_children, of_roots
+from sparkload.load.sql import quote
+from sparkload.load.table import DeltaTable
+from sparkload.normalize.normalizer import ID, PARENT_ID, ROOT_ID, SYSTEM_COLUMNS
+
+_HASH = "__sparkload_row_hash"
+_T_ID, _T_FROM = "__sparkload_target_id", "__sparkload_target_from"
+
+
+def prepare(family: MergeFamily) -> list[TableCommit]:
+    config = family.config
+    scd2 = config.scd2
+    assert scd2 is not None
+    root = family.table(family.root)
+    _check_columns(family, root, scd2)
+    if scd2.flavour == "dlt" and scd2.row_version_column is None:
+        family = _with_row_hash(family)
+    rows = family.root_rows
+    empty = not root.exists() or not root.read().limit(1).count()
+    if scd2.flavour == "dlt":
+        inserts, closes = _by_row_hash(family, rows, root, scd2, empty)
+    else:
+        inserts, closes = _by_key(family, rows, root, scd2, empty)
+    count = inserts.count()
+    if not root.exists():
+        commits = [family.append(family.root, inserts, count)]
+        return commits + add_children(family, inserts.select(ID))
+    action = functools.partial(
+        merge_sql.merge_into,
+        source=merge_sql.source_of(root, inserts, closes),
+        on=merge_sql.conjunction_of(
+            merge_sql.is_marker(),
+            merge_sql.columns_match([ID]),
+            # (id, valid_from) is unique: a row hash recurs when a record comes back.
+            merge_sql.columns_match([scd2.valid_from], null_safe=True),
+        ),
+        clauses=[
+            merge_sql.when_matched_set([scd2.valid_to]),
+            merge_sql.when_not_matched_insert_all(merge_sql.is_row()),
+        ],
+        load_id=family.load_id,
+    )
+    commits = [family.commit(family.root, count, action)]
+    if family.children:
+        # Which root versions are new is fixed before the root table changes.
+        new_roots = family.fixed.get(f"inserted/{family.root}", lambda: inserts.select(ID))
+        commits += add_children(family, new_roots)
+    return commits
+
+
+def _check_columns(family: MergeFamily, root: DeltaTable, scd2: Scd2Config) -> None:
+    validity = (scd2.valid_from, scd2.valid_to)
+    clash = [c for c in validity if c in family.root_rows.columns]
+    if clash:
+        raise LoadError(
+            f"table '{family.root}': the data has column(s) {clash}, which SCD Type 2 uses for "
+            "validity; choose other names with validity_column_names"
+        )
+    schema = root.schema()
+    if schema is not None and not all(c in schema.fieldNames() for c in validity):
+        raise LoadError(
+            f"table '{family.root}' exists without the validity columns {list(validity)}; it was "
+            "not loaded with the scd2 strategy (or with other validity column names)"
+        )
+    for option, column in (
+        ("row_version_column_name", scd2.row_version_column),
+        ("updated_at_name", scd2.updated_at),
+    ):
+        if column is not None and column not in family.root_rows.columns:
+            raise LoadError(f"table '{family.root}': {option} names '{column}', which the data does not have")
+
+
+def _with_row_hash(family: MergeFamily) -> MergeFamily:
+    """The root rows with their row hash as ``_sparkload_id`` (one row per hash), and the
+    nested rows re-linked to it."""
+    rows = family.root_rows
+    data = sorted(c for c in rows.columns if c not in SYSTEM_COLUMNS)
+    hashed = rows.withColumn(_HASH, F.md5(F.to_json(F.struct(*[F.col(quote(c)) for c in data]))))
+    kept = dispositions.deduplicate(hashed, [_HASH], None)
+    frames = {family.root: kept.withColumn(ID, F.col(_HASH)).drop(_HASH)}
+    ids = kept.select(F.col(ID).alias("__sparkload_old_id"), F.col(_HASH).alias("__sparkload_new_id"))
+    for name, df in family.frames.items():
+        if name == family.root:
+            continue
+        linked = of_roots(df, kept).join(ids, F.col(ROOT_ID) == F.col("__sparkload_old_id"))
+        new_id = F.col("__sparkload_new_id")
+        frames[name] = (
+            linked.withColumn(
+                PARENT_ID, F.when(F.col(PARENT_ID) == F.col(ROOT_ID), new_id).otherwise(F.col(PARENT_ID))
+            )
+            .withColumn(ROOT_ID, new_id)
+            .drop("__sparkload_old_id", "__sparkload_new_id")
+            .select(*df.columns)
+        )
+    return _replace_frames(family, frames)
+
+
+def _replace_frames(family: MergeFamily, frames: dict[str, DataFrame]) -> MergeFamily:
+    import dataclasses
+
+    return dataclasses.replace(family, frames=frames)
+
+
+def _timestamp(value: object) -> Column:
+    return F.lit(value).cast(T.TimestampType())
+
+
+def _active(scd2: Scd2Config) -> Column:
+    valid_to = F.col(quote(scd2.valid_to))
+    if scd2.active_record_timestamp is None:
+        return valid_to.isNull()
+    return valid_to == _timestamp(scd2.active_record_timestamp)
+
+
+def _versions(rows: DataFrame, scd2: Scd2Config, valid_from: Column) -> DataFrame:
+    return rows.withColumn(scd2.valid_from, valid_from).withColumn(
+        scd2.valid_to, _timestamp(scd2.active_record_timestamp)
+    )
+
+
+def _closing(targets: DataFrame, valid_to: Column, scd2: Scd2Config) -> DataFrame:
+    """Markers that close the destination versions in ``targets`` at ``valid_to``."""
+    return targets.select(
+        F.col(_T_ID).alias(ID), F.col(_T_FROM).alias(scd2.valid_from), valid_to.alias(scd2.valid_to)
+    )
+
+
+def _current(root: DeltaTable, scd2: Scd2Config, carried: Sequence[str]) -> DataFrame:
+    """The destination's current versions: their id, valid_from and ``carried`` columns."""
+    stored = root.read()
+    columns = [F.col(ID).alias(_T_ID), F.col(quote(scd2.valid_from)).alias(_T_FROM)]
+    columns += [
+        F.col(quote(c)) if c in stored.columns else F.lit(None).alias(c) for c in dict.fromkeys(carried)
+    ]
+    return stored.where(_active(scd2)).select(*columns)
+
+
+def _in_scope(current: DataFrame, rows: DataFrame, merge_key: Sequence[str]) -> DataFrame:
+    """With a merge key, only records of the merge-key values (partitions) in the load."""
+    if not merge_key:
+        return current
+    present = rows.select(*[F.col(quote(k)) for k in merge_key]).distinct()
+    return current.join(
+        present, on=[current[quote(k)].eqNullSafe(present[quote(k)]) for k in merge_key], how="left_semi"
+    )
+
+
+def _by_row_hash(
+    family: MergeFamily, rows: DataFrame, root: DeltaTable, scd2: Scd2Config, empty: bool
+) -> tuple[DataFrame, DataFrame | None]:
+    boundary = _timestamp(scd2.boundary)
+    if empty:
+        return _versions(rows, scd2, boundary), None
+    version = scd2.row_version_column or ID
+    merge_key = family.config.merge_key
+    current = _current(root, scd2, [version, *merge_key] if version != ID else list(merge_key))
+    current_version = _T_ID if version == ID else version
+    known = current.select(F.col(current_version).alias(version))
+    inserts = _versions(rows.join(known, on=version, how="left_anti"), scd2, boundary)
+    absent = current.join(
+        rows.select(F.col(quote(version)).alias(current_version)), on=current_version, how="left_anti"
+    )
+    return inserts, _closing(_in_scope(absent, rows, merge_key), boundary, scd2)
+
+
+def _by_key(
+    family: MergeFamily, rows: DataFrame, root: DeltaTable, scd2: Scd2Config, empty: bool
+) -> tuple[DataFrame, DataFrame | None]:
+    """SQLMesh's SCD Type 2 by time (``updated_at_name``) or by column (``columns``)."""
+    config = family.config
+    key = list(config.primary_key)
+    execution = _timestamp(scd2.execution_time)
+    updated = _updated_at(rows, scd2, family.root)
+    if scd2.flavour == "by_time":
+        rows = dispositions.deduplicate(rows, key, (scd2.updated_at or "", "desc"))
+    elif family.has_duplicates:
+        rows = dispositions.deduplicate(rows, key, None)
+    if empty:
+        if scd2.flavour == "by_time":
+            first = updated if scd2.updated_at_as_valid_from else _timestamp(EPOCH)
+        else:
+            first = execution if scd2.execution_time_as_valid_from else _timestamp(EPOCH)
+        return _versions(rows, scd2, first), None
+
+    compared = _compared_columns(rows, scd2, key)
+    current = _current(root, scd2, [*key, *config.merge_key, *compared])
+    renamed = current.select(
+        *[F.col(quote(k)) for k in key],
+        F.col(_T_ID),
+        F.col(_T_FROM),
+        *[F.col(quote(c)).alias(f"__sparkload_target_{i}") for i, c in enumerate(compared)],
+    )
+    matched = rows.join(renamed, on=key, how="left")
+    stored = F.col(_T_ID).isNotNull()
+    if scd2.flavour == "by_time":
+        stored_updated = F.col("__sparkload_target_0")
+        changed = stored & (stored_updated.isNull() | (updated > stored_updated))
+        change_at = updated
+        history = (
+            root.read()
+            .where(~_active(scd2))
+            .groupBy(*[F.col(quote(k)) for k in key])
+            .agg(F.max(F.col(quote(scd2.valid_to))).alias("__sparkload_deleted_at"))
+        )
+        # A record that comes back starts at its update time, but never before it was
+        # deleted; a record never seen starts at 1970-01-01 (or its update time).
+        new = matched.where(~stored).join(history, on=key, how="left")
+        deleted_at = F.col("__sparkload_deleted_at")
+        first = updated if scd2.updated_at_as_valid_from else _timestamp(EPOCH)
+        new_from = F.when(deleted_at.isNotNull(), F.greatest(updated, deleted_at)).otherwise(first)
+        new_versions = _versions(new, scd2, new_from).drop("__sparkload_deleted_at")
+    else:
+        same = [F.col(quote(c)).eqNullSafe(F.col(f"__sparkload_target_{i}")) for i, c in enumerate(compared)]
+        changed = stored & ~functools.reduce(lambda a, b: a & b, same, F.lit(True))
+        change_at = updated if scd2.updated_at is not None else execution
+        new_versions = _versions(matched.where(~stored), scd2, change_at)
+    changed_rows = matched.where(changed)
+    inserts = new_versions.unionByName(_versions(changed_rows, scd2, change_at))
+    inserts = inserts.drop(_T_ID, _T_FROM, *[f"__sparkload_target_{i}" for i in range(len(compared))])
+    closes = _closing(changed_rows, change_at, scd2)
+    if scd2.invalidate_hard_deletes:
+        absent = current.join(rows.select(*[F.col(quote(k)) for k in key]), on=key, how="left_anti")
+        closes = closes.unionByName(_closing(_in_scope(absent, rows, config.merge_key), execution, scd2))
+    return inserts, closes
+
+
+def _updated_at(rows: DataFrame, scd2: Scd2Config, table: str) -> Column:
+    if scd2.updated_at is None:
+        return F.lit(None).cast(T.TimestampType())
+    dtype = rows.schema[scd2.updated_at].dataType
+    if not isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType)):
+        raise LoadError(
+            f"table '{table}': updated_at_name '{scd2.updated_at}' must hold timestamps or dates, "
+            f"it holds {dtype.simpleString()}"
+        )
+    return F.col(quote(scd2.updated_at)).cast(T.TimestampType())
+
+
+def _compared_columns(rows: DataFrame, scd2: Scd2Config, key: Sequence[str]) -> list[str]:
+    """By time: the update time; by column: the checked columns (``*``: every data column
+    but the key and the update time)."""
+    if scd2.flavour == "by_time":
+        assert scd2.updated_at is not None
+        return [scd2.updated_at]
+    if scd2.check_columns is not None:
+        missing = [c for c in scd2.check_columns if c not in rows.columns]
+        if missing:
+            raise LoadError(f"scd2 columns {missing} are not in the data")
+        return list(scd2.check_columns)
+    skip = {*key, *SYSTEM_COLUMNS, scd2.updated_at}
+    return [c for c in rows.columns if c not in skip]
