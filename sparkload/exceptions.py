@@ -46,9 +46,9 @@ class LoadError(SparkloadError):
 class PipelineStepFailed(SparkloadError):
     """A pipeline step (extract, normalize, load) failed; wraps the cause."""
 
-    def __init__(self, step: str, load_id: str | None, cause: BaseException) -> None:
+    def __init__(self, step: str, load_id: str | None, cause: BaseException, advice: str = "") -> None:
         where = f" (load {load_id})" if load_id else ""
-        super().__init__(f"pipeline step '{step}' failed{where}: {cause}")
+        super().__init__(f"pipeline step '{step}' failed{where}: {cause}" + (f". {advice}" if advice else ""))
         self.step = step
         self.load_id = load_id
         self.__cause__ = cause

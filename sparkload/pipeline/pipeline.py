@@ -279,6 +279,16 @@ class Pipeline:
                     )
                     state_store.write_local(self.working_dir, new_state)
                     self._state = new_state
+            except SparkloadError as exc:
+                # A refused load (bad hints, duplicate keys, a type conflict) changes nothing;
+                # the package waits so a fixed run can retry it, or it can be dropped.
+                raise PipelineStepFailed(
+                    "load",
+                    package.load_id,
+                    exc,
+                    "The load package stays in the working directory and the next run retries "
+                    "it; pipeline.drop_pending_packages() discards it",
+                ) from exc
             except Exception as exc:
                 raise PipelineStepFailed("load", package.load_id, exc) from exc
             finally:
