@@ -9,6 +9,9 @@ from pyspark.sql import types as T
 
 from sparkload.load import delta_log
 
+# Bytes per data file a write aims at (the engine cuts files of a partition at this size).
+TARGET_FILE_SIZE = 16 * 1024 * 1024
+
 
 class DeltaTable:
     def __init__(self, spark: Any, dataset_uri: str, name: str) -> None:
@@ -35,4 +38,11 @@ class DeltaTable:
         return delta_log.version_with_metadata(self.uri, load_id)
 
     def writer(self, df: DataFrame, mode: str, load_id: str) -> Any:
-        return df.write.format("delta").mode(mode).option("userMetadata", load_id)
+        # Files of bounded size hold narrow key ranges when rows arrive in key order, so a
+        # later MERGE rewrites only the files its keys hit (the engine prunes by file stats).
+        return (
+            df.write.format("delta")
+            .mode(mode)
+            .option("userMetadata", load_id)
+            .option("target_file_size", str(TARGET_FILE_SIZE))
+        )
