@@ -445,3 +445,25 @@ def test_decimal_with_more_digits_than_the_column_is_not_rounded(pipeline: sl.Pi
         assert by_id[2] == [D("2.50")]
         assert len(by_id[3]) == 1
         assert D(str(by_id[3][0])) == D("1.234")
+
+
+@pytest.mark.parametrize("disposition", ["append", "merge"])
+def test_existing_column_type_wins_when_a_load_mixes_types(pipeline: sl.Pipeline, disposition: str) -> None:
+    """The first value of the load is text, but ``v`` is a bigint column in the table: the
+    ints keep landing in ``v`` and only the text goes to the variant column."""
+    pipeline.run([{"id": 1, "v": 1}], table_name="t", primary_key="id", write_disposition=disposition)
+
+    pipeline.run(
+        [{"id": 2, "v": "two"}, {"id": 3, "v": 3}],
+        table_name="t",
+        primary_key="id",
+        write_disposition=disposition,
+    )
+
+    for rows in (delta_rows(pipeline, "t", "id"), spark_rows(pipeline, "t", "id")):
+        assert [(r["id"], r["v"], r["v__v_text"]) for r in rows] == [
+            (1, 1, None),
+            (2, None, "two"),
+            (3, 3, None),
+        ]
+        assert "v__v_bigint" not in rows[0]

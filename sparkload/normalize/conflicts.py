@@ -3,23 +3,26 @@
 Spark's JSON reader needs one type per field; when a field holds, say, numbers in some
 rows and strings in others, it refuses the file. Only then does this module read the
 staged lines in Python again (two passes: the types of each field, then the rewrite).
-dlt's rule decides: the first type seen for a field keeps the field, and a value of an
-incompatible type moves to ``<key>\\x00v_<type>``, which normalization names
-``<col>__v_<type>``. Ints and floats share a field; a field that also holds integers
-beyond ±2**53 (tagged text) has all its ints tagged so none is read as a double.
+dlt's rule decides: the column's type in the destination table, else the first type seen
+for a field, keeps the field, and a value of an incompatible type moves to
+``<key>\\x00v_<type>``, which normalization names ``<col>__v_<type>``. Ints and floats
+share a field; a field that also holds integers beyond ±2**53 (tagged text) has all its
+ints tagged so none is read as a double.
 The happy path never comes here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
+from pyspark.sql import types as T
 
 from sparkload.extract.serialize import TAG, TAG_BIGINT, TAGS
 from sparkload.normalize.columns import VARIANT_KEY_MARK
+from sparkload.normalize.naming import normalize_path
 
 Path_ = tuple[str, ...]
 
@@ -44,12 +47,36 @@ def _family(value_type: str) -> str:
     return "bigint" if value_type == "wide_bigint" else value_type
 
 
+# Destination column types that decide a field's JSON type. Others (timestamps held as
+# ISO text, decimals …) are typed after reading, so they give no preference here.
+_JSON_TYPE_OF_COLUMN = {
+    T.LongType: "bigint",
+    T.DoubleType: "double",
+    T.BooleanType: "bool",
+    T.StringType: "text",
+}
+
+
+def destination_types(schema: T.StructType | None) -> Callable[[Path_], str | None]:
+    """The JSON type a field must have to land in its existing destination column."""
+    columns = {f.name: type(f.dataType) for f in schema.fields} if schema is not None else {}
+
+    def preferred(path: Path_) -> str | None:
+        if not columns or "[]" in path:
+            return None  # list items land in nested tables
+        column_type = columns.get(normalize_path(list(path)))
+        return _JSON_TYPE_OF_COLUMN.get(column_type) if column_type is not None else None
+
+    return preferred
+
+
 class _FieldTypes:
     """First pass: the first type and the set of types of every field path."""
 
-    def __init__(self) -> None:
+    def __init__(self, preferred: Callable[[Path_], str | None]) -> None:
         self.first: dict[Path_, str] = {}
         self.seen: dict[Path_, set[str]] = {}
+        self.preferred = preferred
 
     def visit(self, item: Any, path: Path_ = ()) -> None:
         if isinstance(item, list):
@@ -63,7 +90,8 @@ class _FieldTypes:
             value_type = _json_type(value)
             if value_type is None:
                 continue
-            self.first.setdefault(key_path, value_type)
+            if key_path not in self.first:
+                self.first[key_path] = self.preferred(key_path) or value_type
             self.seen.setdefault(key_path, set()).add(value_type)
             self.visit(value, key_path)
 
@@ -110,10 +138,11 @@ def _lines(files: list[Path]) -> Iterator[Any]:
                 yield orjson.loads(line)
 
 
-def split_conflicts(source_dir: Path, target_dir: Path) -> None:
-    """Rewrite every staged NDJSON file of ``source_dir`` into ``target_dir`` without conflicts."""
+def split_conflicts(source_dir: Path, target_dir: Path, destination: T.StructType | None = None) -> None:
+    """Rewrite every staged NDJSON file of ``source_dir`` into ``target_dir`` without conflicts;
+    ``destination`` is the schema of the table the rows go to, if it exists."""
     files = sorted(source_dir.glob("*.jsonl"))
-    types = _FieldTypes()
+    types = _FieldTypes(destination_types(destination))
     for item in _lines(files):
         types.visit(item)
     rewriter = _Rewriter(types)

@@ -97,7 +97,7 @@ class TableNormalizer:
         # Some field holds values of different JSON types: split them and read again.
         logger.info("table '%s': values of conflicting types, splitting into variant columns", table)
         split_dir = extracted / "json_split"
-        split_conflicts(extracted / JSON_DIR, split_dir)
+        split_conflicts(extracted / JSON_DIR, split_dir, self.destination_schema(table))
         return self._normalize(table, self._read(extracted, json_dir=split_dir), out_dir)
 
     def _read(self, extracted: Path, json_dir: Path | None = None, schema: Any = None) -> DataFrame:
