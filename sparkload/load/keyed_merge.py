@@ -37,8 +37,9 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
     if family.has_duplicates and config.deduplicated:
         rows = dispositions.deduplicate(rows, list(config.primary_key), config.dedup_order())
         filtered = True
-    if config.sequence_by is not None and root.exists():
-        # Which rows are newer than the stored versions is fixed before any commit.
+    if config.sequence_by is not None:
+        # Which rows are newer than the stored versions (rows or tombstones) is fixed before
+        # any commit.
         stored_in = [root, family.table(sequence.tombstone_table(family.root))]
         applied = family.fixed.get(
             f"applied/{family.root}",
