@@ -29,7 +29,7 @@ from sparkload.load.merge_config import EPOCH, Scd2Config
 from sparkload.load.merge_family import MergeFamily, add_children, of_roots
 from sparkload.load.sql import quote
 from sparkload.load.table import DeltaTable
-from sparkload.normalize.normalizer import ID, PARENT_ID, ROOT_ID, SYSTEM_COLUMNS
+from sparkload.normalize.normalizer import ID, LOAD_ID, PARENT_ID, ROOT_ID, SYSTEM_COLUMNS
 
 _HASH = "__sparkload_row_hash"
 _T_ID, _T_FROM = "__sparkload_target_id", "__sparkload_target_from"
@@ -49,18 +49,23 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
         inserts, closes = _by_row_hash(family, rows, root, scd2, empty)
     else:
         inserts, closes = _by_key(family, rows, root, scd2, empty)
-    count = inserts.count()
     if not root.exists():
+        count = inserts.count()
         commits = [family.append(family.root, inserts, count)]
         return commits + add_children(family, inserts.select(ID))
+    # The change set (new versions and closing markers) is small and depends on the table
+    # it changes: it is fixed in the package first, which also spares the MERGE a source
+    # plan that reads its own target.
+    changes = family.fixed.get(f"changes/{family.root}", lambda: merge_sql.source_of(root, inserts, closes))
+    new_versions = changes.where(F.col(LOAD_ID).isNotNull())
     action = functools.partial(
         merge_sql.merge_into,
-        source=merge_sql.source_of(root, inserts, closes),
+        source=changes,
         on=merge_sql.conjunction_of(
             merge_sql.is_marker(),
             merge_sql.columns_match([ID]),
             # (id, valid_from) is unique: a row hash recurs when a record comes back.
-            merge_sql.columns_match([scd2.valid_from], null_safe=True),
+            merge_sql.columns_match([scd2.valid_from]),
         ),
         clauses=[
             merge_sql.when_matched_set([scd2.valid_to]),
@@ -68,12 +73,8 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
         ],
         load_id=family.load_id,
     )
-    commits = [family.commit(family.root, count, action)]
-    if family.children:
-        # Which root versions are new is fixed before the root table changes.
-        new_roots = family.fixed.get(f"inserted/{family.root}", lambda: inserts.select(ID))
-        commits += add_children(family, new_roots)
-    return commits
+    commits = [family.commit(family.root, new_versions.count(), action)]
+    return commits + add_children(family, new_versions.select(ID))
 
 
 def _check_columns(family: MergeFamily, root: DeltaTable, scd2: Scd2Config) -> None:
@@ -104,7 +105,9 @@ def _with_row_hash(family: MergeFamily) -> MergeFamily:
     rows = family.root_rows
     data = sorted(c for c in rows.columns if c not in SYSTEM_COLUMNS)
     hashed = rows.withColumn(_HASH, F.md5(F.to_json(F.struct(*[F.col(quote(c)) for c in data]))))
-    kept = dispositions.deduplicate(hashed, [_HASH], None)
+    # One row per hash (rows of equal content), the same one on every attempt: the lowest id.
+    first_ids = hashed.groupBy(_HASH).agg(F.min(ID).alias(ID)).select(ID)
+    kept = hashed.join(first_ids, on=ID, how="left_semi")
     frames = {family.root: kept.withColumn(ID, F.col(_HASH)).drop(_HASH)}
     ids = kept.select(F.col(ID).alias("__sparkload_old_id"), F.col(_HASH).alias("__sparkload_new_id"))
     for name, df in family.frames.items():

@@ -49,7 +49,7 @@ def _family(value_type: str) -> str:
 
 # Destination column types that decide a field's JSON type. Others (timestamps held as
 # ISO text, decimals …) are typed after reading, so they give no preference here.
-_JSON_TYPE_OF_COLUMN = {
+_JSON_TYPE_OF_COLUMN: dict[type[T.DataType], str] = {
     T.LongType: "bigint",
     T.DoubleType: "double",
     T.BooleanType: "bool",
