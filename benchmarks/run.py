@@ -1,9 +1,18 @@
-"""Run W1 with sparkload and with dlt side by side, and W2 with sparkload; print a table.
+"""Run the benchmarks with sparkload and with dlt side by side; print each result and a table.
 
-    python benchmarks/run.py [--skip-dlt] [--skip-w2] [--repeat N]
+    python benchmarks/run.py [--skip-dlt] [--skip-w1] [--skip-w2] [--skip-m1] [--skip-s1]
+                             [--repeat N] [--m1-rows N] [--s1-rows N] [--dlt-s1-duckdb]
+
+W1: 1,000,000 nested rows merged on id, then 10,000 rows half overlapping (sparkload, dlt).
+W2: 10,000,000 W1 rows appended in one run, peak RSS (sparkload only).
+M1: 10,000,000 flat rows merged on id, then a timed merge of 10,000 rows, half updates and
+    half inserts; reports how many of the table's files the merge rewrote (sparkload, dlt).
+S1: SCD2 over a 1,000,000-row dimension, then a timed full extract with 1% changed (sparkload;
+    dlt 1.31 has no scd2 for Delta tables on the filesystem destination, which is reported;
+    --dlt-s1-duckdb runs dlt's scd2 on duckdb instead, as a reference only).
 
 dlt is installed on first use into benchmarks/_work/dlt-venv (dlt[deltalake] 1.31), so
-the two libraries never share an environment. Each run is a fresh process.
+the two libraries never share an environment. Each run is a fresh process, one at a time.
 """
 
 from __future__ import annotations
@@ -17,65 +26,191 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_work"
 DLT_VENV = WORK / "dlt-venv"
 DLT_REQUIREMENT = "dlt[deltalake,filesystem]==1.31.*"
+DLT_DUCKDB_REQUIREMENT = "dlt[deltalake,filesystem,duckdb]==1.31.*"
+MIB = 2**20
 
 
-def _python_with_dlt() -> str:
+def _python_with_dlt(duckdb: bool = False) -> str:
     python = DLT_VENV / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(DLT_VENV)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", DLT_REQUIREMENT], check=True)
+    if duckdb and subprocess.run([str(python), "-c", "import duckdb"], capture_output=True).returncode:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", DLT_DUCKDB_REQUIREMENT], check=True)
     return str(python)
 
 
-def _run(python: str, script: str, *args: str) -> tuple[dict[str, float], int]:
-    """Run a runner in a fresh process; returns its JSON line and its peak RSS in bytes."""
+def _run(python: str, script: str, *args: str) -> tuple[dict[str, Any], int]:
+    """Run a runner in a fresh process; returns its JSON line and its peak RSS in bytes.
+
+    A runner that fails prints {"error": ...}; one that prints no JSON line at all raises.
+    """
     with tempfile.TemporaryDirectory(dir=WORK) as work:
         env = dict(os.environ, PYTHONPATH=str(HERE))
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         out = subprocess.run(
-            [python, str(HERE / script), work, *args], env=env, check=True, capture_output=True, text=True
+            [python, str(HERE / script), work, *args], env=env, capture_output=True, text=True
         )
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         # ru_maxrss of children is the largest of any child so far: only a new maximum is exact.
         peak = peak_kib * 1024 if peak_kib > before else -1
-        line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1]
-        return json.loads(line), peak
+        lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+        if not lines:
+            raise RuntimeError(f"{script} exited with {out.returncode} and no result:\n{out.stderr[-4000:]}")
+        return json.loads(lines[-1]), peak
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--skip-dlt", action="store_true")
-    parser.add_argument("--skip-w2", action="store_true")
-    parser.add_argument("--repeat", type=int, default=1)
-    args = parser.parse_args()
-    WORK.mkdir(exist_ok=True)
+class Table:
+    """The summary: one line per measured time, with the ratio dlt / sparkload."""
 
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, str]] = []
+
+    def add(self, label: str, ours: float | None, theirs: float | str | None) -> None:
+        ours_text = f"{ours:.2f} s" if ours is not None else "—"
+        if isinstance(theirs, str):
+            theirs_text, ratio = theirs, "—"
+        elif theirs is None:
+            theirs_text, ratio = "—", "—"
+        else:
+            theirs_text = f"{theirs:.2f} s"
+            ratio = f"{theirs / ours:.1f}×" if ours else "—"
+        self.rows.append((label, ours_text, theirs_text, ratio))
+
+    def print(self) -> None:
+        header = ("case", "sparkload", "dlt 1.31", "dlt / sparkload")
+        widths = [max(len(r[i]) for r in [header, *self.rows]) for i in range(4)]
+        print()
+        for row in [header, tuple("-" * w for w in widths), *self.rows]:
+            print(
+                "  ".join(
+                    cell.ljust(w) if i == 0 else cell.rjust(w)
+                    for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+                )
+            )
+
+
+def _files(result: dict[str, Any]) -> str:
+    commit = result["commit"]
+    return (
+        f"rewrote {commit['files_removed']} of {commit['files_before']} files "
+        f"({commit['bytes_removed'] / MIB:.0f} of {commit['bytes_before'] / MIB:.0f} MiB), "
+        f"added {commit['files_added']}"
+    )
+
+
+def run_w1(args: argparse.Namespace, table: Table) -> None:
     for attempt in range(args.repeat):
+        suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
         ours, _ = _run(sys.executable, "sparkload_w1.py")
         print(
             f"W1 sparkload: first {ours['first']:.2f}s, second {ours['second']:.2f}s, rows {ours['rows']:,}"
         )
+        theirs: dict[str, Any] = {}
         if not args.skip_dlt:
             theirs, _ = _run(_python_with_dlt(), "dlt_w1.py")
             print(
                 f"W1 dlt:       first {theirs['first']:.2f}s, second {theirs['second']:.2f}s, "
                 f"rows {theirs['rows']:,}"
             )
-            print(
-                f"W1 ratio (dlt / sparkload): first {theirs['first'] / ours['first']:.1f}x, "
-                f"second {theirs['second'] / ours['second']:.1f}x"
-            )
-        if attempt + 1 < args.repeat:
-            continue
+        table.add(f"W1 first load{suffix}", ours["first"], theirs.get("first"))
+        table.add(f"W1 second load{suffix}", ours["second"], theirs.get("second"))
+
+
+def run_w2(args: argparse.Namespace, table: Table) -> None:
+    w2, peak = _run(sys.executable, "sparkload_w2.py")
+    peak_text = f"{peak / 2**30:.2f} GiB" if peak > 0 else "not measured (an earlier child was larger)"
+    print(f"W2 sparkload: {w2['rows']:,} rows appended in {w2['seconds']:.1f}s, peak RSS {peak_text}")
+    table.add("W2 append 10M rows", w2["seconds"], None)
+
+
+def _print_m1(name: str, result: dict[str, Any]) -> None:
+    if "error" in result:
+        print(f"M1 {name}: failed: {result['error']}")
+        return
+    print(
+        f"M1 {name}: first load {result['first']:.1f}s into {result['after_first']['files']} files; "
+        f"merge of 10,000 rows {result['merge']:.2f}s, {_files(result)}; "
+        f"rows {result['rows']:,}, updated {result['updated']:,}"
+    )
+
+
+def run_m1(args: argparse.Namespace, table: Table) -> None:
+    for attempt in range(args.repeat):
+        suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
+        ours, _ = _run(sys.executable, "sparkload_m1.py", str(args.m1_rows))
+        _print_m1("sparkload", ours)
+        theirs: dict[str, Any] = {}
+        if not args.skip_dlt:
+            theirs, _ = _run(_python_with_dlt(), "dlt_m1.py", str(args.m1_rows))
+            _print_m1("dlt      ", theirs)
+        rows = f"{args.m1_rows / 1e6:g}M"
+        table.add(f"M1 first load {rows} rows (Arrow){suffix}", ours.get("first"), theirs.get("first"))
+        table.add(f"M1 merge 10k rows into {rows}{suffix}", ours.get("merge"), theirs.get("merge"))
+
+
+def _print_s1(name: str, result: dict[str, Any]) -> None:
+    where = f" ({result['destination']})" if "destination" in result else ""
+    if "error" in result:
+        print(f"S1 {name}{where}: failed: {result['error']}")
+        return
+    print(
+        f"S1 {name}{where}: first {result['first']:.2f}s, second {result['second']:.2f}s, "
+        f"rows {result['rows']:,}, retired {result['retired']:,}"
+    )
+
+
+def run_s1(args: argparse.Namespace, table: Table) -> None:
+    for attempt in range(args.repeat):
+        suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
+        ours, _ = _run(sys.executable, "sparkload_s1.py", str(args.s1_rows))
+        _print_s1("sparkload", ours)
+        theirs: dict[str, Any] = {}
+        if not args.skip_dlt:
+            theirs, _ = _run(_python_with_dlt(), "dlt_s1.py", str(args.s1_rows))
+            _print_s1("dlt", theirs)
+        rows = f"{args.s1_rows / 1e6:g}M"
+        failed = "not supported" if "error" in theirs else None
+        table.add(f"S1 scd2 first load {rows}{suffix}", ours.get("first"), failed or theirs.get("first"))
+        table.add(f"S1 scd2 1% changed{suffix}", ours.get("second"), failed or theirs.get("second"))
+        if args.dlt_s1_duckdb and not args.skip_dlt:
+            duck, _ = _run(_python_with_dlt(duckdb=True), "dlt_s1.py", str(args.s1_rows), "--duckdb")
+            _print_s1("dlt", duck)
+            table.add(f"S1 first, dlt on duckdb{suffix}", ours.get("first"), duck.get("first"))
+            table.add(f"S1 1% changed, dlt on duckdb{suffix}", ours.get("second"), duck.get("second"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--skip-dlt", action="store_true")
+    parser.add_argument("--skip-w1", action="store_true")
+    parser.add_argument("--skip-w2", action="store_true")
+    parser.add_argument("--skip-m1", action="store_true")
+    parser.add_argument("--skip-s1", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--m1-rows", type=int, default=10_000_000)
+    parser.add_argument("--s1-rows", type=int, default=1_000_000)
+    parser.add_argument(
+        "--dlt-s1-duckdb", action="store_true", help="also run dlt's scd2 on duckdb (installs duckdb)"
+    )
+    args = parser.parse_args()
+    WORK.mkdir(exist_ok=True)
+    table = Table()
+    if not args.skip_w1:
+        run_w1(args, table)
     if not args.skip_w2:
-        w2, peak = _run(sys.executable, "sparkload_w2.py")
-        peak_text = f"{peak / 2**30:.2f} GiB" if peak > 0 else "not measured (an earlier child was larger)"
-        print(f"W2 sparkload: {w2['rows']:,} rows appended in {w2['seconds']:.1f}s, peak RSS {peak_text}")
+        run_w2(args, table)
+    if not args.skip_m1:
+        run_m1(args, table)
+    if not args.skip_s1:
+        run_s1(args, table)
+    table.print()
     shutil.rmtree(WORK / "tmp", ignore_errors=True)
 
 

@@ -1,0 +1,1 @@
+"""Helpers for writing sources, mirroring ``dlt.sources``."""

@@ -1,0 +1,1 @@
+"""Helpers used inside sources and resources, mirroring ``dlt.sources.helpers``."""
