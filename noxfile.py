@@ -23,6 +23,6 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def benchmark(session: nox.Session) -> None:
-    """W1/W2 side by side with dlt (dlt is installed into its own virtualenv by the script)."""
+    """W1, W2, M1 and S1 side by side with dlt (dlt gets its own virtualenv from the script)."""
     session.install("-e", ".[local]")
     session.run("python", "benchmarks/run.py", *session.posargs)
