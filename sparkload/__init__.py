@@ -1,17 +1,22 @@
 """sparkload: load data into Delta Lake tables with Spark, the way dlt users write pipelines."""
 
-from sparkload import destinations
+from sparkload import destinations, sources
 from sparkload.config import config, secrets
 from sparkload.extract.decorators import resource, source, transformer
+from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
 from sparkload.pipeline import current
 from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.pipeline import Pipeline, pipeline
 
+# dlt's ``dlt.sources.incremental``, also reachable as ``sl.incremental``.
+incremental = Incremental
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "Incremental",
     "LoadInfo",
     "Pipeline",
     "Resource",
@@ -19,9 +24,11 @@ __all__ = [
     "config",
     "current",
     "destinations",
+    "incremental",
     "pipeline",
     "resource",
     "secrets",
     "source",
+    "sources",
     "transformer",
 ]

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from sparkload.config import bind_config
-from sparkload.exceptions import ResourceError
+from sparkload.exceptions import ResourceError, SparkloadError
 from sparkload.extract.hints import TableHints, TTableName, WriteDisposition
+from sparkload.extract.incremental import Incremental, bind_incrementals
 from sparkload.extract.items import iterate_any
 from sparkload.extract.pipes import Step, apply_steps
 
@@ -138,33 +139,47 @@ class Resource:
     def _sections(self) -> tuple[str, ...]:
         return ("sources", self.section, self.name) if self.section else ("sources", self.name)
 
-    def _call_function(self, *leading: Any) -> Any:
+    def _call_function(self, *leading: Any) -> tuple[Any, list[Incremental[Any]]]:
+        """Call the function with bound and injected arguments; its incrementals are bound to
+        this run (and to the resource state) and returned, to filter what it yields."""
         assert self._func is not None
         args, kwargs = self._bound_args
         bound = bind_config(self._func, leading + tuple(args), dict(kwargs), sections=self._sections())
-        return self._func(*bound.args, **bound.kwargs)
+        incrementals = bind_incrementals(
+            bound.arguments,
+            bound.signature.parameters,
+            self.name,
+            self.hints.primary_key,
+            _resource_state(self.name),
+        )
+        return self._func(*bound.args, **bound.kwargs), incrementals
 
     # -- iteration --------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Any]:
         return self.iter_items()
 
     def iter_items(self) -> Iterator[Any]:
-        """Every data item after the pipe steps; lists yielded as pages are split."""
-        return apply_steps(self._iter_pages(), self._steps)
+        """Every data item after the pipe steps and the incremental filter; lists yielded as
+        pages are split."""
+        pages, incrementals = self._start()
+        return _filtered(apply_steps(pages, self._steps), incrementals, pages)
 
     def iter_items_from(self, parent_pages: Iterator[Any]) -> Iterator[Any]:
         """A transformer's items for the given parent pages (used when the parent is shared)."""
         return apply_steps(self._limited(self._transform(parent_pages)), self._steps)
 
-    def _iter_pages(self) -> Iterator[Any]:
+    def _start(self) -> tuple[Iterator[Any], list[Incremental[Any]]]:
+        """The items the function or data yields (pages split), and its bound incrementals."""
         if self._data_from is not None:
-            return self._limited(self._transform(self._data_from.iter_pages()))
-        data = self._call_function() if self._func is not None else self._data
-        return self._limited(iterate_any(data))
+            return self._limited(self._transform(self._data_from.iter_pages())), []
+        data, incrementals = self._call_function() if self._func is not None else (self._data, [])
+        return self._limited(iterate_any(data)), incrementals
 
     def _transform(self, parent_items: Iterator[Any]) -> Iterator[Any]:
         for item in parent_items:
-            yield from iterate_any(self._call_function(item))
+            data, incrementals = self._call_function(item)
+            produced = iterate_any(data)
+            yield from _filtered(produced, incrementals, produced)
 
     def _limited(self, pages: Iterator[Any]) -> Iterator[Any]:
         """Items of the yielded pages (a list is a page of items), up to the limit."""
@@ -194,10 +209,17 @@ class Resource:
     def iter_pages(self) -> Iterator[Any]:
         """Pages after the pipe steps: what a transformer receives, as in dlt (a yielded
         list stays one list of processed items)."""
+        incrementals: list[Incremental[Any]] = []
         if self._data_from is not None:
             source = self._transform(self._data_from.iter_pages())
+        elif self._func is not None:
+            data, incrementals = self._call_function()
+            source = iterate_any(data)
         else:
-            source = iterate_any(self._call_function() if self._func is not None else self._data)
+            source = iterate_any(self._data)
+        return _filtered(self._processed_pages(source), incrementals, source)
+
+    def _processed_pages(self, source: Iterator[Any]) -> Iterator[Any]:
         try:
             for page in self._limited_pages(source):
                 if type(page) is list or type(page) is tuple:
@@ -233,6 +255,23 @@ class Resource:
             f"<{kind} '{self.name}' table={self.table_name!r} "
             f"write_disposition={self.write_disposition.to_dict()!r}>"
         )
+
+
+def _filtered(items: Iterator[Any], incrementals: list[Incremental[Any]], upstream: Any) -> Iterator[Any]:
+    for incremental in incrementals:
+        items = incremental.filter(items, upstream=upstream)
+    return items
+
+
+def _resource_state(name: str) -> dict[str, Any]:
+    """The state of the resource while a pipeline extracts it; a scratch dict otherwise
+    (iterating a resource by hand), so incrementals work but remember nothing."""
+    from sparkload.pipeline import current
+
+    try:
+        return current.resource_state(name)
+    except SparkloadError:
+        return {}
 
 
 def _close(iterator: Any) -> None:

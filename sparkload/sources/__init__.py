@@ -1,1 +1,7 @@
-"""Helpers for writing sources, mirroring ``dlt.sources``."""
+"""Helpers for writing sources, mirroring ``dlt.sources``: ``incremental`` and ``helpers``."""
+
+from sparkload.extract.incremental import Incremental
+
+incremental = Incremental
+
+__all__ = ["incremental"]

@@ -1,0 +1,372 @@
+"""``sl.sources.incremental``: load only what is new since the last run, by a cursor field.
+
+Declared as a resource argument's default, an ``Incremental`` is *bound* when the resource
+runs: it reads its cursor state (``last_value`` and the hashes of the rows at that value)
+from the resource state, filters the resource's items after every other step, and writes
+the new state as rows pass. The state is committed with the load, so the cursor never
+runs ahead of the data. Semantics follow dlt's: the range is ``[start_value, end_value)``
+by default; rows equal to the start are deduplicated against the previous run by primary
+key or content hash; ``end_value`` makes a stateless backfill; ``row_order`` stops pulling
+from the generator once the cursor leaves the range.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime
+import hashlib
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+import orjson
+import pendulum
+from jsonpath_ng import parse as parse_jsonpath
+
+from sparkload.exceptions import ResourceError
+
+TCursor = TypeVar("TCursor")
+_SIMPLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MISSING = object()
+
+
+class IncrementalCursorError(ResourceError):
+    """A row has no usable cursor value, or cursor values cannot be compared."""
+
+
+class Incremental(Generic[TCursor]):
+    """dlt's ``Incremental``, with its arguments and attributes."""
+
+    def __init__(
+        self,
+        cursor_path: str | None = None,
+        initial_value: Any = None,
+        last_value_func: Callable[[Sequence[Any]], Any] = max,
+        primary_key: str | Sequence[str] | None = None,
+        end_value: Any = None,
+        row_order: str | None = None,
+        allow_external_schedulers: bool = False,
+        on_cursor_value_missing: str = "raise",
+        lag: float | None = None,
+        range_start: str = "closed",
+        range_end: str = "open",
+    ) -> None:
+        _one_of("row_order", row_order, (None, "asc", "desc"))
+        _one_of("on_cursor_value_missing", on_cursor_value_missing, ("raise", "include", "exclude"))
+        _one_of("range_start", range_start, ("open", "closed"))
+        _one_of("range_end", range_end, ("open", "closed"))
+        if lag is not None and last_value_func not in (max, min):
+            raise ResourceError("incremental lag works only with last_value_func max or min")
+        self.cursor_path = cursor_path
+        self.initial_value = initial_value
+        self.last_value_func = last_value_func
+        self.primary_key = primary_key
+        self.end_value = end_value
+        self.row_order = row_order
+        self.allow_external_schedulers = allow_external_schedulers
+        self.on_cursor_value_missing = on_cursor_value_missing
+        self.lag = lag
+        self.range_start = range_start
+        self.range_end = range_end
+        # What a bound incremental knows while its resource runs.
+        self.resource_name: str | None = None
+        self.start_value: Any = initial_value
+        self.last_value: Any = initial_value
+        self.start_out_of_range = False
+        self.end_out_of_range = False
+        self._state: dict[str, Any] | None = None
+        self._dedup_key: tuple[str, ...] | None = None  # None: content hash; (): off
+        self._start_hashes: frozenset[str] = frozenset()
+        self._rows_at_last: list[Any] = []
+
+    def __class_getitem__(cls, item: Any) -> Any:  # ``incremental[int](...)`` as in dlt
+        return cls
+
+    def __repr__(self) -> str:
+        return (
+            f"Incremental({self.cursor_path!r}, initial_value={self.initial_value!r}, "
+            f"end_value={self.end_value!r}, last_value={self.last_value!r})"
+        )
+
+    # -- what the resource function sees ---------------------------------------------------------
+    def can_close(self) -> bool:
+        """True once the cursor left the range in the direction rows arrive (``row_order``)."""
+        if self.row_order is None:
+            return False
+        ascending = (self.row_order == "asc") == (self.last_value_func is not min)
+        return self.end_out_of_range if ascending else self.start_out_of_range
+
+    # -- binding -----------------------------------------------------------------------------------
+    def merged_with(self, declared: Incremental[Any]) -> Incremental[Any]:
+        """An override passed to a resource (``repo_issues(created_at=incremental(initial_value=…))``)
+        takes what it does not set from the incremental the function declares."""
+        merged = copy.copy(declared)
+        for name in ("cursor_path", "initial_value", "end_value", "primary_key", "row_order", "lag"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(merged, name, value)
+        for name, default in (
+            ("last_value_func", max),
+            ("on_cursor_value_missing", "raise"),
+            ("range_start", "closed"),
+            ("range_end", "open"),
+            ("allow_external_schedulers", False),
+        ):
+            if getattr(self, name) != default:
+                setattr(merged, name, getattr(self, name))
+        merged.start_value = merged.last_value = merged.initial_value
+        return merged
+
+    def bind(
+        self, resource_name: str, resource_primary_key: Sequence[str], resource_state: dict[str, Any] | None
+    ) -> Incremental[TCursor]:
+        """A fresh copy for one run of ``resource_name``, reading (and later writing) its state."""
+        if not self.cursor_path:
+            raise ResourceError(f"resource '{resource_name}': incremental needs a cursor_path")
+        bound = copy.copy(self)
+        bound.resource_name = resource_name
+        bound._rows_at_last = []
+        bound.start_out_of_range = bound.end_out_of_range = False
+        if self.primary_key is None:
+            bound._dedup_key = tuple(resource_primary_key) or None
+        else:
+            bound._dedup_key = (
+                (self.primary_key,) if isinstance(self.primary_key, str) else tuple(self.primary_key)
+            )
+        start, hashes = self.initial_value, ()
+        if self.end_value is None and resource_state is not None:
+            # A backfill (end_value given) reads and writes no state: chunks can run in parallel.
+            cursors = resource_state.setdefault("incremental", {})
+            bound._state = cursors.setdefault(
+                self.cursor_path,
+                {"initial_value": self.initial_value, "last_value": self.initial_value, "unique_hashes": []},
+            )
+            start = bound._state["last_value"]
+            hashes = bound._state.get("unique_hashes", ())
+            if self.lag and start is not None and start != self.initial_value:
+                start = _lagged(start, self.lag, self.last_value_func, self.initial_value)
+                hashes = ()
+        else:
+            bound._state = None
+        bound.start_value = bound.last_value = start
+        bound._start_hashes = frozenset(hashes)
+        return bound
+
+    # -- filtering -------------------------------------------------------------------------------------
+    def filter(self, items: Iterator[Any], upstream: Any = None) -> Iterator[Any]:
+        """The items in range; stops (closing ``upstream``) when ``row_order`` says no more can
+        come; writes the cursor state as rows pass and at the end."""
+        try:
+            for item in items:
+                kept = self._filter_item(item)
+                if kept is not None:
+                    yield kept
+                if self.can_close():
+                    break
+        finally:
+            self._save()
+            if upstream is not None and hasattr(upstream, "close"):
+                upstream.close()
+
+    def _filter_item(self, item: Any) -> Any:
+        from sparkload.extract.arrow_incremental import filter_table, is_table
+
+        if is_table(item):
+            return filter_table(self, item)
+        if isinstance(item, list):
+            kept = [row for row in item if self._keep(row)]
+            return kept or None
+        return item if self._keep(item) else None
+
+    def cursor_value(self, row: Any) -> Any:
+        """The value at ``cursor_path`` in ``row``; ``_MISSING`` when absent or NULL."""
+        path = self.cursor_path or ""
+        if _SIMPLE_NAME.match(path):
+            value = row.get(path) if isinstance(row, Mapping) else getattr(row, path, None)
+        else:
+            matches = _compiled(path).find(row)
+            value = matches[0].value if matches else None
+        return _MISSING if value is None else value
+
+    def _keep(self, row: Any) -> bool:
+        value = self.cursor_value(row)
+        if value is _MISSING:
+            if self.on_cursor_value_missing == "raise":
+                raise IncrementalCursorError(
+                    f"resource '{self.resource_name}': a row has no value at cursor path "
+                    f"'{self.cursor_path}' (on_cursor_value_missing='raise'): {_short(row)}"
+                )
+            return self.on_cursor_value_missing == "include"
+        func = self.last_value_func
+        try:
+            if self.end_value is not None:
+                end = _comparable(self.end_value, value)
+                if func((value, end)) != end or (self.range_end == "open" and func((value,)) == end):
+                    self.end_out_of_range = True
+                    return False
+            last = _comparable(self.last_value, value) if self.last_value is not None else None
+            new = func((value, last)) if last is not None else func((value,))
+            if last is not None and new == last:
+                own = func((value,))
+                start = _comparable(self.start_value, value) if self.start_value is not None else None
+                if start is not None:
+                    if self.range_start == "open" and own == start:
+                        self.start_out_of_range = True
+                        return False
+                    if func((value, start)) == start:
+                        if own != start:
+                            self.start_out_of_range = True  # before the range
+                            return False
+                        if self._dedup_key != () and self._hash(row) in self._start_hashes:
+                            return False  # loaded by the previous run
+                if own == last:
+                    self._rows_at_last.append(row)
+                return True
+        except TypeError as exc:
+            raise IncrementalCursorError(
+                f"resource '{self.resource_name}': cursor value {value!r} at '{self.cursor_path}' "
+                f"cannot be compared with {self.last_value!r}: {exc}"
+            ) from exc
+        self.last_value = new
+        self._rows_at_last = [row]
+        return True
+
+    def _hash(self, row: Any) -> str:
+        if self._dedup_key:
+            try:
+                value: Any = [row[k] for k in self._dedup_key]
+            except (KeyError, TypeError) as exc:
+                raise IncrementalCursorError(
+                    f"resource '{self.resource_name}': primary key {list(self._dedup_key)} for "
+                    f"incremental deduplication is missing in {_short(row)}"
+                ) from exc
+        else:
+            value = row
+        return row_digest(value)
+
+    def _save(self) -> None:
+        if self._state is None:
+            return
+        self._state["last_value"] = self.last_value
+        if self._dedup_key != () and self._rows_at_last:
+            if self.last_value == self.start_value:
+                hashes = set(self._state.get("unique_hashes", [])) | {
+                    self._hash(r) for r in self._rows_at_last
+                }
+            else:
+                hashes = {self._hash(r) for r in self._rows_at_last}
+            self._state["unique_hashes"] = sorted(hashes)
+        self._rows_at_last = []
+
+
+def row_digest(value: Any) -> str:
+    """A short, stable digest of a row (or key values) for boundary deduplication."""
+    data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+    return base64.b64encode(hashlib.blake2b(data, digest_size=12).digest()).decode()
+
+
+def _compiled(path: str) -> Any:
+    compiled = _PATHS.get(path)
+    if compiled is None:
+        compiled = _PATHS[path] = parse_jsonpath(path)
+    return compiled
+
+
+_PATHS: dict[str, Any] = {}
+
+
+def _comparable(bound: Any, value: Any) -> Any:
+    """``bound`` (initial/last/end value) in the type of the row's cursor ``value``: ISO
+    strings and datetimes, naive and aware, compare as UTC instants."""
+    if isinstance(value, datetime.datetime) and not isinstance(bound, datetime.datetime):
+        if isinstance(bound, str):
+            return _utc(pendulum.parse(bound))  # type: ignore[arg-type]
+        if isinstance(bound, datetime.date):
+            return datetime.datetime(bound.year, bound.month, bound.day, tzinfo=datetime.timezone.utc)
+    aware_mismatch = isinstance(bound, datetime.datetime) and (bound.tzinfo is None) != (
+        getattr(value, "tzinfo", None) is None
+    )
+    if isinstance(value, datetime.datetime) and aware_mismatch:
+        return _utc(bound) if value.tzinfo is not None else _utc(bound).replace(tzinfo=None)
+    if isinstance(value, str) and isinstance(bound, datetime.datetime):
+        return bound.isoformat().replace("+00:00", "Z") if _looks_like_zulu(value) else bound.isoformat()
+    return bound
+
+
+def _looks_like_zulu(text: str) -> bool:
+    return text.endswith("Z")
+
+
+def _utc(value: datetime.datetime) -> datetime.datetime:
+    if value.tzinfo is None:
+        return value.replace(tzinfo=datetime.timezone.utc)
+    return value.astimezone(datetime.timezone.utc)
+
+
+def _lagged(value: Any, lag: float, func: Callable[[Sequence[Any]], Any], initial: Any) -> Any:
+    """``value`` moved back (max) or forward (min) by ``lag``: seconds for datetimes, days for
+    dates, units for numbers; never past ``initial_value``."""
+    sign = -1 if func is max else 1
+    if isinstance(value, bool):
+        raise ResourceError("incremental lag does not apply to boolean cursors")
+    if isinstance(value, (int, float)):
+        moved: Any = value + sign * lag
+        if isinstance(value, int) and float(moved).is_integer():
+            moved = int(moved)
+    elif isinstance(value, datetime.datetime):
+        moved = value + sign * datetime.timedelta(seconds=lag)
+    elif isinstance(value, datetime.date):
+        moved = value + sign * datetime.timedelta(days=lag)
+    elif isinstance(value, str):
+        parsed = pendulum.parse(value)
+        if isinstance(parsed, datetime.datetime) and ("T" in value or " " in value):
+            shifted = parsed + datetime.timedelta(seconds=sign * lag)
+            moved = shifted.isoformat().replace("+00:00", "Z") if value.endswith("Z") else shifted.isoformat()
+        else:
+            day = datetime.date.fromisoformat(value[:10]) + datetime.timedelta(days=sign * lag)
+            moved = day.isoformat()
+    else:
+        raise ResourceError(f"incremental lag does not apply to cursor values like {value!r}")
+    if initial is not None:
+        moved = func((moved, _comparable(initial, moved)))
+    return moved
+
+
+def _short(row: Any) -> str:
+    text = repr(row)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _one_of(name: str, value: Any, allowed: tuple[Any, ...]) -> None:
+    if value not in allowed:
+        raise ResourceError(f"incremental {name} must be one of {allowed}, got {value!r}")
+
+
+def bind_incrementals(
+    arguments: dict[str, Any],
+    parameters: Mapping[str, Any],
+    resource_name: str,
+    resource_primary_key: Sequence[str],
+    resource_state: dict[str, Any] | None,
+) -> list[Incremental[Any]]:
+    """Replace every incremental among a call's ``arguments`` with a copy bound to this run."""
+    bound: list[Incremental[Any]] = []
+    for name, param in parameters.items():
+        value = arguments.get(name, _MISSING)
+        declared = param.default if isinstance(param.default, Incremental) else None
+        if isinstance(value, Mapping) and (declared is not None or _annotated_incremental(param.annotation)):
+            value = Incremental(**dict(value))  # from config: {cursor_path = …, initial_value = …}
+        if not isinstance(value, Incremental):
+            continue
+        if declared is not None and value is not declared:
+            value = value.merged_with(declared)
+        incremental = value.bind(resource_name, resource_primary_key, resource_state)
+        arguments[name] = incremental
+        bound.append(incremental)
+    return bound
+
+
+def _annotated_incremental(annotation: Any) -> bool:
+    origin = getattr(annotation, "__origin__", annotation)
+    return isinstance(origin, type) and issubclass(origin, Incremental)
