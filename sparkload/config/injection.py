@@ -30,6 +30,7 @@ def bind_config(
     kwargs: Mapping[str, Any],
     *,
     sections: tuple[str, ...],
+    pipeline_name: str | None = None,
 ) -> ConfigBoundArguments:
     """Bind ``args``/``kwargs`` to ``func``, apply defaults, and resolve every parameter whose
     value is a sentinel, trying ``sections`` from most to least specific.
@@ -58,7 +59,7 @@ def bind_config(
                 bound.arguments[name] = TSecretValue(value)  # keep it out of reprs too
             continue
         providers = load_providers() if providers is None else providers
-        lookup = Lookup(name, lookup_keys(sections, name), secret, param.annotation)
+        lookup = Lookup(name, lookup_keys(sections, name, pipeline_name), secret, param.annotation)
         resolved = resolve(lookup, providers)
         if resolved is MISSING:
             missing.append(lookup)

@@ -20,11 +20,17 @@ from sparkload.config.secret import wrap_secret
 SECRETS_NOTE = "Secrets are read only from environment variables and secrets.toml."
 
 
-def lookup_keys(sections: tuple[str, ...], name: str) -> list[tuple[str, ...]]:
+def lookup_keys(
+    sections: tuple[str, ...], name: str, pipeline_name: str | None = None
+) -> list[tuple[str, ...]]:
     """Key paths for ``name``, most specific first: every prefix of ``sections``, longest to
     empty. ``(("sources", "src", "res"), "arg")`` gives ``sources.src.res.arg``,
-    ``sources.src.arg``, ``sources.arg`` and ``arg``."""
-    return [(*sections[:n], name) for n in range(len(sections), -1, -1)]
+    ``sources.src.arg``, ``sources.arg`` and ``arg``. With ``pipeline_name``, the same paths
+    under ``<pipeline_name>.`` come first, as in dlt."""
+    keys = [(*sections[:n], name) for n in range(len(sections), -1, -1)]
+    if pipeline_name:
+        keys = [(pipeline_name, *key) for key in keys] + keys
+    return keys
 
 
 @dataclass(frozen=True)

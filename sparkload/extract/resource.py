@@ -144,7 +144,13 @@ class Resource:
         this run (and to the resource state) and returned, to filter what it yields."""
         assert self._func is not None
         args, kwargs = self._bound_args
-        bound = bind_config(self._func, leading + tuple(args), dict(kwargs), sections=self._sections())
+        bound = bind_config(
+            self._func,
+            leading + tuple(args),
+            dict(kwargs),
+            sections=self._sections(),
+            pipeline_name=_pipeline_name(),
+        )
         incrementals = bind_incrementals(
             bound.arguments,
             bound.signature.parameters,
@@ -261,6 +267,14 @@ def _filtered(items: Iterator[Any], incrementals: list[Incremental[Any]], upstre
     for incremental in incrementals:
         items = incremental.filter(items, upstream=upstream)
     return items
+
+
+def _pipeline_name() -> str | None:
+    """The name of the pipeline extracting (config may be scoped to it), if one is."""
+    from sparkload.pipeline import current
+
+    active = current.extracting_pipeline()
+    return getattr(active, "pipeline_name", None)
 
 
 def _resource_state(name: str) -> dict[str, Any]:

@@ -38,6 +38,11 @@ def resource_scope(source_name: str, resource_name: str) -> Iterator[None]:
         _resource.reset(tokens[1])
 
 
+def extracting_pipeline() -> Any:
+    """The pipeline whose extraction is running, or None."""
+    return _pipeline.get()
+
+
 def pipeline() -> Any:
     """The pipeline that is running (or was made last in this process)."""
     active = _pipeline.get()
