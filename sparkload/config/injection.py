@@ -62,6 +62,8 @@ def bind_config(
         lookup = Lookup(name, lookup_keys(sections, name, pipeline_name), secret, param.annotation)
         resolved = resolve(lookup, providers)
         if resolved is MISSING:
+            resolved = _resolve_fields(lookup, providers)
+        if resolved is MISSING:
             missing.append(lookup)
         else:
             bound.arguments[name] = resolved
@@ -69,6 +71,22 @@ def bind_config(
         function = getattr(func, "__qualname__", None) or repr(func)
         raise missing_error(missing, providers or [], function)
     return ConfigBoundArguments(signature, bound.arguments, frozenset(secret_names))
+
+
+def _resolve_fields(lookup: Lookup, providers: list[ConfigProvider]) -> Any:
+    """A value given field by field (``SOURCES__ID_AFTER__CURSOR_PATH``) for a parameter whose
+    type lists its ``config_fields``, as a dict of the fields found; MISSING if none is."""
+    cls = typing.get_origin(lookup.annotation) or lookup.annotation
+    fields = getattr(cls, "config_fields", None)
+    if not isinstance(cls, type) or not fields:
+        return MISSING
+    found = {}
+    for field in fields:
+        paths = [(*path, field) for path in lookup.paths]
+        value = resolve(Lookup(f"{lookup.label}.{field}", paths, lookup.secret), providers)
+        if value is not MISSING:
+            found[field] = value
+    return found or MISSING
 
 
 def _signature(func: Callable[..., Any]) -> inspect.Signature:

@@ -16,6 +16,7 @@ import base64
 import copy
 import datetime
 import hashlib
+import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
@@ -35,8 +36,26 @@ class IncrementalCursorError(ResourceError):
     """A row has no usable cursor value, or cursor values cannot be compared."""
 
 
+class IncrementalUnboundError(ResourceError):
+    """An incremental was read outside a run of its resource."""
+
+
 class Incremental(Generic[TCursor]):
     """dlt's ``Incremental``, with its arguments and attributes."""
+
+    # Arguments that config can give one by one (``SOURCES__<ARG>__CURSOR_PATH``).
+    config_fields = (
+        "cursor_path",
+        "initial_value",
+        "end_value",
+        "primary_key",
+        "row_order",
+        "on_cursor_value_missing",
+        "lag",
+        "range_start",
+        "range_end",
+        "allow_external_schedulers",
+    )
 
     def __init__(
         self,
@@ -72,7 +91,7 @@ class Incremental(Generic[TCursor]):
         # What a bound incremental knows while its resource runs.
         self.resource_name: str | None = None
         self.start_value: Any = initial_value
-        self.last_value: Any = initial_value
+        self._last_value: Any = initial_value
         self.start_out_of_range = False
         self.end_out_of_range = False
         self._state: dict[str, Any] | None = None
@@ -80,13 +99,29 @@ class Incremental(Generic[TCursor]):
         self._start_hashes: frozenset[str] = frozenset()
         self._rows_at_last: list[Any] = []
 
+    @property
+    def last_value(self) -> Any:
+        """The newest cursor value so far (the start value before the first row)."""
+        if self.resource_name is None:
+            raise IncrementalUnboundError(
+                f"incremental on '{self.cursor_path}' is not bound to a resource run: the resource "
+                "was made from a generator (the function already called), so sparkload could not "
+                "pass it the bound incremental; give sl.resource the function itself and bind "
+                "arguments with resource(...) or .bind(...)"
+            )
+        return self._last_value
+
+    @last_value.setter
+    def last_value(self, value: Any) -> None:
+        self._last_value = value
+
     def __class_getitem__(cls, item: Any) -> Any:  # ``incremental[int](...)`` as in dlt
         return cls
 
     def __repr__(self) -> str:
         return (
             f"Incremental({self.cursor_path!r}, initial_value={self.initial_value!r}, "
-            f"end_value={self.end_value!r}, last_value={self.last_value!r})"
+            f"end_value={self.end_value!r}, last_value={self._last_value!r})"
         )
 
     # -- what the resource function sees ---------------------------------------------------------
@@ -115,11 +150,15 @@ class Incremental(Generic[TCursor]):
         ):
             if getattr(self, name) != default:
                 setattr(merged, name, getattr(self, name))
-        merged.start_value = merged.last_value = merged.initial_value
+        merged.start_value = merged._last_value = merged.initial_value
         return merged
 
     def bind(
-        self, resource_name: str, resource_primary_key: Sequence[str], resource_state: dict[str, Any] | None
+        self,
+        resource_name: str,
+        resource_primary_key: Sequence[str],
+        resource_state: dict[str, Any] | None,
+        reset: bool = False,
     ) -> Incremental[TCursor]:
         """A fresh copy for one run of ``resource_name``, reading (and later writing) its state."""
         if not self.cursor_path:
@@ -138,10 +177,14 @@ class Incremental(Generic[TCursor]):
         if self.end_value is None and resource_state is not None:
             # A backfill (end_value given) reads and writes no state: chunks can run in parallel.
             cursors = resource_state.setdefault("incremental", {})
-            bound._state = cursors.setdefault(
-                self.cursor_path,
-                {"initial_value": self.initial_value, "last_value": self.initial_value, "unique_hashes": []},
-            )
+            fresh = {
+                "initial_value": self.initial_value,
+                "last_value": self.initial_value,
+                "unique_hashes": [],
+            }
+            if reset:
+                cursors[self.cursor_path] = fresh
+            bound._state = cursors.setdefault(self.cursor_path, fresh)
             start = bound._state["last_value"]
             hashes = bound._state.get("unique_hashes", ())
             if self.lag and start is not None and start != self.initial_value:
@@ -199,6 +242,11 @@ class Incremental(Generic[TCursor]):
                 )
             return self.on_cursor_value_missing == "include"
         func = self.last_value_func
+        if isinstance(value, str) and any(
+            isinstance(b, datetime.datetime) for b in (self._last_value, self.start_value, self.end_value)
+        ):
+            # An ISO string against a datetime bound: compared as UTC instants.
+            value = _utc(pendulum.parse(value))  # type: ignore[arg-type]
         try:
             if self.end_value is not None:
                 end = _comparable(self.end_value, value)
@@ -279,6 +327,11 @@ _PATHS: dict[str, Any] = {}
 def _comparable(bound: Any, value: Any) -> Any:
     """``bound`` (initial/last/end value) in the type of the row's cursor ``value``: ISO
     strings and datetimes, naive and aware, compare as UTC instants."""
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        if isinstance(bound, str):
+            return datetime.date.fromisoformat(bound[:10])
+        if isinstance(bound, datetime.datetime):
+            return bound.date()
     if isinstance(value, datetime.datetime) and not isinstance(bound, datetime.datetime):
         if isinstance(bound, str):
             return _utc(pendulum.parse(bound))  # type: ignore[arg-type]
@@ -289,19 +342,15 @@ def _comparable(bound: Any, value: Any) -> Any:
     )
     if isinstance(value, datetime.datetime) and aware_mismatch:
         return _utc(bound) if value.tzinfo is not None else _utc(bound).replace(tzinfo=None)
-    if isinstance(value, str) and isinstance(bound, datetime.datetime):
-        return bound.isoformat().replace("+00:00", "Z") if _looks_like_zulu(value) else bound.isoformat()
     return bound
 
 
-def _looks_like_zulu(text: str) -> bool:
-    return text.endswith("Z")
-
-
 def _utc(value: datetime.datetime) -> datetime.datetime:
+    """An aware UTC ``datetime.datetime`` (a pendulum DateTime becomes a plain one)."""
     if value.tzinfo is None:
-        return value.replace(tzinfo=datetime.timezone.utc)
-    return value.astimezone(datetime.timezone.utc)
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    value = value.astimezone(datetime.timezone.utc)
+    return datetime.datetime(*value.timetuple()[:6], value.microsecond, tzinfo=datetime.timezone.utc)
 
 
 def _lagged(value: Any, lag: float, func: Callable[[Sequence[Any]], Any], initial: Any) -> Any:
@@ -343,12 +392,24 @@ def _one_of(name: str, value: Any, allowed: tuple[Any, ...]) -> None:
         raise ResourceError(f"incremental {name} must be one of {allowed}, got {value!r}")
 
 
+def declares_incremental(func: Callable[..., Any] | None) -> bool:
+    """Whether a resource function takes an incremental (as a default or by annotation)."""
+    if func is None:
+        return False
+    try:
+        parameters = inspect.signature(func, eval_str=True).parameters.values()
+    except (TypeError, ValueError, NameError, SyntaxError):
+        return False
+    return any(isinstance(p.default, Incremental) or _annotated_incremental(p.annotation) for p in parameters)
+
+
 def bind_incrementals(
     arguments: dict[str, Any],
     parameters: Mapping[str, Any],
     resource_name: str,
     resource_primary_key: Sequence[str],
     resource_state: dict[str, Any] | None,
+    reset: bool = False,
 ) -> list[Incremental[Any]]:
     """Replace every incremental among a call's ``arguments`` with a copy bound to this run."""
     bound: list[Incremental[Any]] = []
@@ -361,7 +422,7 @@ def bind_incrementals(
             continue
         if declared is not None and value is not declared:
             value = value.merged_with(declared)
-        incremental = value.bind(resource_name, resource_primary_key, resource_state)
+        incremental = value.bind(resource_name, resource_primary_key, resource_state, reset)
         arguments[name] = incremental
         bound.append(incremental)
     return bound

@@ -11,7 +11,7 @@ from typing import Any
 from sparkload.config import bind_config
 from sparkload.exceptions import ResourceError, SparkloadError
 from sparkload.extract.hints import TableHints, TTableName, WriteDisposition
-from sparkload.extract.incremental import Incremental, bind_incrementals
+from sparkload.extract.incremental import Incremental, bind_incrementals, declares_incremental
 from sparkload.extract.items import iterate_any
 from sparkload.extract.pipes import Step, apply_steps
 
@@ -47,6 +47,9 @@ class Resource:
         self._bound_args: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
         self._data_from = data_from
         self._steps: tuple[Step, ...] = ()
+        # Where the incremental filter sits among the steps (dlt places it right after the
+        # generator; appended steps go before it, insert_at can put one after it).
+        self._incremental_at: int | None = 0 if declares_incremental(self._func) else None
         self._limit: int | None = None
         if data_from is not None and self._func is None:
             raise ResourceError(f"transformer '{name}' must be a function taking the item")
@@ -112,10 +115,29 @@ class Resource:
         return self
 
     def _add_step(self, step: Step, insert_at: int | None) -> Resource:
+        """``insert_at`` counts as dlt does: 0 is the generator, then the steps, with the
+        incremental filter (if the function declares one) among them."""
         steps = list(self._steps)
-        steps.insert(len(steps) if insert_at is None else insert_at, step)
+        incremental_at = self._incremental_at
+        slots = len(steps) + (incremental_at is not None)  # the steps and the incremental
+        if insert_at is None:
+            slot = slots if incremental_at is None else incremental_at
+        else:
+            slot = max(0, min(slots, insert_at - 1))
+        if incremental_at is not None and slot > incremental_at:
+            steps.insert(slot - 1, step)  # after the incremental
+        else:
+            steps.insert(slot, step)
+            if incremental_at is not None:
+                self._incremental_at = incremental_at + 1
         self._steps = tuple(steps)
         return self
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The resource's state: while it is extracted, the state being written; otherwise
+        the state committed by the pipeline that ran last (dlt's ``resource.state``)."""
+        return _resource_state(self.name, self.section)
 
     # -- binding arguments ----------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Resource:
@@ -157,6 +179,8 @@ class Resource:
             self.name,
             self.hints.primary_key,
             _resource_state(self.name),
+            # dlt: a replace starts the resource's incrementals over from their initial value
+            reset=self.hints.write_disposition.disposition == "replace",
         )
         return self._func(*bound.args, **bound.kwargs), incrementals
 
@@ -168,7 +192,9 @@ class Resource:
         """Every data item after the pipe steps and the incremental filter; lists yielded as
         pages are split."""
         pages, incrementals = self._start()
-        return _filtered(apply_steps(pages, self._steps), incrementals, pages)
+        at = len(self._steps) if self._incremental_at is None else self._incremental_at
+        items = _filtered(apply_steps(pages, self._steps[:at]), incrementals, pages)
+        return apply_steps(items, self._steps[at:])
 
     def iter_items_from(self, parent_pages: Iterator[Any]) -> Iterator[Any]:
         """A transformer's items for the given parent pages (used when the parent is shared)."""
@@ -277,15 +303,22 @@ def _pipeline_name() -> str | None:
     return getattr(active, "pipeline_name", None)
 
 
-def _resource_state(name: str) -> dict[str, Any]:
-    """The state of the resource while a pipeline extracts it; a scratch dict otherwise
-    (iterating a resource by hand), so incrementals work but remember nothing."""
+def _resource_state(name: str, section: str | None = None) -> dict[str, Any]:
+    """The state of the resource while a pipeline extracts it; else what the last pipeline
+    committed for it; else a scratch dict (iterating a resource by hand), so incrementals
+    work but remember nothing."""
     from sparkload.pipeline import current
 
     try:
         return current.resource_state(name)
     except SparkloadError:
+        pass
+    try:
+        active = current.pipeline()
+    except SparkloadError:
         return {}
+    source = section or active.pipeline_name
+    return active.state.get("sources", {}).get(source, {}).get("resources", {}).get(name, {})
 
 
 def _close(iterator: Any) -> None:

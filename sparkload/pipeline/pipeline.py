@@ -188,7 +188,10 @@ class Pipeline:
                     "pipeline_name": self.pipeline_name,
                     "execution_time": clock.isoformat(),
                     "tables": [t.to_dict() for t in tables.values()],
-                    "state": state_store.next_version(committed, working_state),
+                    # as text, so dates and timestamps in it keep their type
+                    "state": state_store.dumps_state(
+                        state_store.next_version(committed, working_state)
+                    ).decode(),
                 },
             )
         except Exception as exc:
@@ -272,7 +275,7 @@ class Pipeline:
             try:
                 loads = Loader(self.spark, self.dataset_uri, package, on_table=self.progress.table).load()
                 normalized = package.read(NORMALIZE_MANIFEST)
-                new_state = normalized["state"]
+                new_state = state_store.loads_state(normalized["state"])
                 if new_state.get("_state_version", 0) > self.state.get("_state_version", 0):
                     state_store.write_destination(
                         self.spark, self.dataset_uri, self.pipeline_name, new_state, package.load_id

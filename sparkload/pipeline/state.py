@@ -33,6 +33,40 @@ _SCHEMA = T.StructType(
 )
 
 
+# Dates and timestamps in the state (incremental cursors) keep their type through JSON.
+_TYPE_TAG = "__sparkload_type__"
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, datetime.datetime):
+        return {_TYPE_TAG: "datetime", "value": value.isoformat()}
+    if isinstance(value, datetime.date):
+        return {_TYPE_TAG: "date", "value": value.isoformat()}
+    raise TypeError(f"state values must be JSON-like, dates or datetimes, not {type(value).__name__}")
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        kind = value.get(_TYPE_TAG)
+        if kind == "datetime":
+            return datetime.datetime.fromisoformat(value["value"])
+        if kind == "date":
+            return datetime.date.fromisoformat(value["value"])
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def dumps_state(state: dict[str, Any], indent: bool = False) -> bytes:
+    options = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+    return orjson.dumps(state, default=_encode, option=options | (orjson.OPT_INDENT_2 if indent else 0))
+
+
+def loads_state(data: bytes | str) -> dict[str, Any]:
+    return dict(_decode(orjson.loads(data)))
+
+
 def empty_state() -> dict[str, Any]:
     return {"_state_version": 0, "sources": {}}
 
@@ -41,14 +75,14 @@ def read_local(working_dir: Path) -> dict[str, Any] | None:
     path = working_dir / STATE_FILE
     if not path.exists():
         return None
-    return dict(orjson.loads(path.read_bytes()))
+    return loads_state(path.read_bytes())
 
 
 def write_local(working_dir: Path, state: dict[str, Any]) -> None:
     working_dir.mkdir(parents=True, exist_ok=True)
     path = working_dir / STATE_FILE
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(orjson.dumps(state, option=orjson.OPT_INDENT_2))
+    tmp.write_bytes(dumps_state(state, indent=True))
     os.replace(tmp, path)
 
 
@@ -63,7 +97,7 @@ def read_destination(spark: SparkSession, dataset_uri: str, pipeline_name: str) 
         .limit(1)
         .collect()
     )
-    return dict(orjson.loads(rows[0]["state"])) if rows else None
+    return loads_state(rows[0]["state"]) if rows else None
 
 
 def write_destination(
@@ -75,7 +109,7 @@ def write_destination(
     row = (
         pipeline_name,
         int(state["_state_version"]),
-        orjson.dumps(state).decode(),
+        dumps_state(state).decode(),
         load_id,
         datetime.datetime.now(datetime.timezone.utc),
     )
