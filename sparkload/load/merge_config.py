@@ -193,4 +193,6 @@ def _timestamp(table: str, option: str, value: Any) -> datetime.datetime | None:
         raise LoadError(f"table '{table}': {option} must be a date or timestamp, got {value!r}") from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=datetime.timezone.utc)
-    return parsed.astimezone(datetime.timezone.utc)
+    utc = parsed.astimezone(datetime.timezone.utc)
+    # a plain datetime (not pendulum's subclass), as the engine and the state expect
+    return datetime.datetime(*utc.timetuple()[:6], utc.microsecond, tzinfo=datetime.timezone.utc)
