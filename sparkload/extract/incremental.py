@@ -163,6 +163,13 @@ class Incremental(Generic[TCursor]):
         """A fresh copy for one run of ``resource_name``, reading (and later writing) its state."""
         if not self.cursor_path:
             raise ResourceError(f"resource '{resource_name}': incremental needs a cursor_path")
+        if self.allow_external_schedulers and _in_airflow_task():
+            # Taking the range from Airflow's data interval is not built yet: refuse rather
+            # than load from the stored cursor while the DAG expects its interval.
+            raise ResourceError(
+                f"resource '{resource_name}': allow_external_schedulers=True inside an Airflow task "
+                "is not supported yet; set it to False to use the stored cursor"
+            )
         bound = copy.copy(self)
         bound.resource_name = resource_name
         bound._rows_at_last = []
@@ -390,6 +397,21 @@ def _short(row: Any) -> str:
 def _one_of(name: str, value: Any, allowed: tuple[Any, ...]) -> None:
     if value not in allowed:
         raise ResourceError(f"incremental {name} must be one of {allowed}, got {value!r}")
+
+
+def _in_airflow_task() -> bool:
+    """Whether this runs inside an Airflow task (Airflow 3's or 2's task context)."""
+    for module, name in (
+        ("airflow.sdk", "get_current_context"),
+        ("airflow.operators.python", "get_current_context"),
+    ):
+        try:
+            get_context = getattr(__import__(module, fromlist=[name]), name)
+            get_context()
+        except Exception:  # not installed, or no task running
+            continue
+        return True
+    return False
 
 
 def declares_incremental(func: Callable[..., Any] | None) -> bool:
