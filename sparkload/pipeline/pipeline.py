@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 import datetime
+import functools
 import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sparkload import destinations
 from sparkload.engine import resolve_spark
@@ -22,6 +24,7 @@ from sparkload.normalize.normalizer import TableNormalizer
 from sparkload.pipeline import current
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
+from sparkload.pipeline.lock import RunLock
 from sparkload.pipeline.package import EXTRACT_MANIFEST, NORMALIZE_MANIFEST, LoadPackage, list_packages
 from sparkload.pipeline.plan import build_plan
 from sparkload.pipeline.progress import Progress
@@ -44,6 +47,20 @@ def _new_load_id() -> str:
     return f"{time.time():.6f}"
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _locked(method: _Method) -> _Method:
+    """Run ``method`` holding the pipeline's run lock (one run of a pipeline at a time)."""
+
+    @functools.wraps(method)
+    def locked(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+        with self._lock.held():
+            return method(self, *args, **kwargs)
+
+    return cast(_Method, locked)
+
+
 class Pipeline:
     def __init__(
         self,
@@ -61,6 +78,8 @@ class Pipeline:
         self.dataset_name = dataset_name
         self.pipelines_dir = pipelines_dir
         self.working_dir = pipelines_dir / pipeline_name
+        # Beside the working directory, so drop() (which removes that) keeps the lock.
+        self._lock = RunLock(pipelines_dir / f".{pipeline_name}.lock", pipeline_name)
         self.progress = Progress(progress)
         self._spark_arg = spark
         self._spark: Any = None
@@ -112,6 +131,7 @@ class Pipeline:
         return table.read()
 
     # -- the steps ----------------------------------------------------------------------------
+    @_locked
     def run(
         self,
         data: Any = None,
@@ -142,6 +162,7 @@ class Pipeline:
         self.normalize()
         return self.load()
 
+    @_locked
     def extract(
         self,
         data: Any,
@@ -202,6 +223,7 @@ class Pipeline:
         trace.add(StepTiming("extract", time.perf_counter() - started))
         return load_id
 
+    @_locked
     def normalize(self) -> list[str]:
         """Normalize every extracted package; returns their load ids."""
         trace = self._trace()
@@ -263,6 +285,7 @@ class Pipeline:
             },
         )
 
+    @_locked
     def load(self) -> LoadInfo:
         """Load every normalized package, then commit its state; returns the last LoadInfo."""
         trace = self._trace()
@@ -313,6 +336,7 @@ class Pipeline:
         trace.last_load_info = info
         return info
 
+    @_locked
     def drop_pending_packages(self) -> None:
         """Discard load packages that were extracted but not loaded (dlt's method)."""
         shutil.rmtree(self.packages_dir, ignore_errors=True)
@@ -320,6 +344,7 @@ class Pipeline:
     def has_pending_data(self) -> bool:
         return bool(list_packages(self.packages_dir))
 
+    @_locked
     def drop(self) -> None:
         """Forget the local working directory: state and pending packages (not the data)."""
         shutil.rmtree(self.working_dir, ignore_errors=True)

@@ -1,0 +1,58 @@
+"""One run of a pipeline at a time: an exclusive lock on a file in its working directory.
+
+A second process that runs the same pipeline (same name and pipelines directory) fails
+fast with a clear error instead of interleaving packages and state. The lock belongs to
+this machine's working directory; runs of one pipeline on two machines are not seen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from sparkload.exceptions import SparkloadError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory file locks; runs are not guarded there
+    fcntl = None  # type: ignore[assignment]
+
+
+class PipelineLockedError(SparkloadError):
+    """Another process is running the same pipeline."""
+
+
+class RunLock:
+    """Re-entrant within a process (run() holds it while calling extract/normalize/load)."""
+
+    def __init__(self, path: Path, pipeline_name: str) -> None:
+        self.path = path
+        self.pipeline_name = pipeline_name
+        self._depth = 0
+        self._handle: IO[Any] | None = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        if self._depth == 0 and fcntl is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path, "a+")  # noqa: SIM115 - kept open while the lock is held
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                raise PipelineLockedError(
+                    f"pipeline '{self.pipeline_name}' is already running in another process "
+                    f"(lock {self.path}); wait for it to finish, or give this run another pipeline name"
+                ) from None
+            self._handle = handle
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0 and self._handle is not None and fcntl is not None:
+                fcntl.flock(self._handle, fcntl.LOCK_UN)
+                self._handle.close()
+                self._handle = None
