@@ -95,7 +95,7 @@ def _delete_insert(
     root = family.table(family.root)
     keys = [list(config.primary_key), list(config.merge_key)]
     # A merge key may be NULL in stored rows and in the load; a primary key is not.
-    key_match = [merge_sql.columns_match(key, null_safe=key is keys[1]) for key in keys if key]
+    key_match = [merge_sql.columns_match(key, null_safe=index == 1) for index, key in enumerate(keys) if key]
     written_ids = written.select(ID) if filtered else None
     if family.children:
         # The ids of replaced root rows are needed again by the nested tables' commits.
