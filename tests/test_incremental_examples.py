@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from conftest import delta_rows, user_columns
+from table_checks import naive_utc
 
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed
@@ -1514,3 +1515,26 @@ def test_twitter_search_keeps_a_last_value_per_search_term(
         "rust",
     ]
     assert ids(pipeline, "search_tweets__data") == ["101", "102", "103", "201"]
+
+
+def test_a_fresh_working_directory_continues_from_the_state_in_the_destination(
+    make_pipeline: Any, tmp_path: Any
+) -> None:
+    """An Airflow worker with an empty disk: the cursor comes back from the dataset, with its type."""
+    rows = [{"id": i, "ts": datetime.datetime(2024, 1, 1 + i, tzinfo=UTC)} for i in range(3)]
+    starts: list[Any] = []
+
+    @sl.resource(primary_key="id")
+    def events(ts: Any = sl.sources.incremental("ts")) -> Iterator[Any]:
+        starts.append(ts.start_value)
+        yield [dict(r) for r in rows]
+
+    make_pipeline("worker").run(events())
+    rows.append({"id": 3, "ts": datetime.datetime(2024, 1, 9, tzinfo=UTC)})
+
+    fresh = make_pipeline("worker", pipelines_dir=tmp_path / "another_machine")
+    fresh.run(events())
+
+    assert starts[0] is None
+    assert naive_utc(starts[1]) == datetime.datetime(2024, 1, 3)  # a datetime, not its text
+    assert ids(fresh, "events") == [0, 1, 2, 3]  # id 2 (on the boundary) is not loaded twice
