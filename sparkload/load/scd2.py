@@ -15,6 +15,7 @@ Nested tables get no validity columns: their rows are inserted with a new root v
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 
@@ -123,12 +124,6 @@ def _with_row_hash(family: MergeFamily) -> MergeFamily:
             .drop("__sparkload_old_id", "__sparkload_new_id")
             .select(*df.columns)
         )
-    return _replace_frames(family, frames)
-
-
-def _replace_frames(family: MergeFamily, frames: dict[str, DataFrame]) -> MergeFamily:
-    import dataclasses
-
     return dataclasses.replace(family, frames=frames)
 
 

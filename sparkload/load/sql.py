@@ -23,8 +23,3 @@ def qualified(alias: str, column: str) -> str:
 def conjunction(conditions: Iterable[str]) -> str:
     parts = [f"({condition})" for condition in conditions]
     return " AND ".join(parts) if parts else "TRUE"
-
-
-def key_equality(columns: Iterable[str], left: str = "t", right: str = "s") -> str:
-    """``t.k1 <=> s.k1 AND ...`` — null-safe so a NULL key matches a NULL key."""
-    return conjunction(f"{qualified(left, c)} <=> {qualified(right, c)}" for c in columns)
