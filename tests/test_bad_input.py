@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -17,6 +16,7 @@ from conftest import delta_rows, delta_version, spark_rows, user_columns
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed, UnserializableValueError, UnsupportedItemError
 from sparkload.normalize.naming import normalize_identifier
+from sparkload.pipeline.package import list_packages, staging_folder
 
 
 def snapshot(pipeline: sl.Pipeline, table: str) -> tuple[int, list[dict[str, Any]]]:
@@ -33,8 +33,12 @@ def exception_chain(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def pending_packages(pipeline: sl.Pipeline) -> list[Path]:
-    return list(pipeline.packages_dir.iterdir()) if pipeline.packages_dir.exists() else []
+def pending_packages(pipeline: sl.Pipeline) -> list[str]:
+    """Load ids of the packages waiting, extracted here or normalized beside the data."""
+    waiting = [p.name for p in pipeline.packages_dir.iterdir()] if pipeline.packages_dir.exists() else []
+    return waiting + [
+        p.load_id for p in list_packages(staging_folder(pipeline.dataset_uri, pipeline.pipeline_name))
+    ]
 
 
 @pytest.fixture

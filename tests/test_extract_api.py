@@ -23,6 +23,7 @@ from conftest import delta_history, delta_rows, delta_version, spark_rows, user_
 import sparkload as sl
 from sparkload.config import ConfigFieldMissingError
 from sparkload.exceptions import PipelineStepFailed
+from sparkload.load.folder import Folder
 from sparkload.pipeline.package import EXTRACT_MANIFEST, LoadPackage
 
 SECRET = "tok-9Qx!7zz-unguessable"
@@ -846,7 +847,7 @@ def test_execution_time_is_recorded_in_the_package_manifest(pipeline: sl.Pipelin
 
     load_id = pipeline.extract([{"id": 1}], table_name="t", execution_time=when)
 
-    manifest = LoadPackage(pipeline.packages_dir, load_id).read(EXTRACT_MANIFEST)
+    manifest = LoadPackage(Folder(str(pipeline.packages_dir)), load_id).read(EXTRACT_MANIFEST)
     assert datetime.datetime.fromisoformat(manifest["execution_time"]) == when
     pipeline.normalize()
     pipeline.load()

@@ -13,18 +13,14 @@ from typing import Any
 import orjson
 import pyarrow.fs as pafs
 
+from sparkload.load.folder import filesystem
+
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
-
-
-def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), uri
-    return pafs.FileSystem.from_uri(uri)
 
 
 def commit_versions(uri: str) -> list[int]:
     """All commit versions present in the log, ascending; empty when there is no table."""
-    fs, path = _filesystem(uri)
+    fs, path = filesystem(uri)
     selector = pafs.FileSelector(f"{path.rstrip('/')}/_delta_log", allow_not_found=True)
     versions = []
     for info in fs.get_file_info(selector):
@@ -44,7 +40,7 @@ def latest_version(uri: str) -> int | None:
 
 
 def commit_info(uri: str, version: int) -> dict[str, Any]:
-    fs, path = _filesystem(uri)
+    fs, path = filesystem(uri)
     with fs.open_input_stream(f"{path.rstrip('/')}/_delta_log/{version:020d}.json") as stream:
         for line in stream.read().splitlines():
             if not line.strip():
@@ -65,7 +61,7 @@ def version_with_metadata(uri: str, user_metadata: str, newest: int = 20) -> int
 
 def list_tables(dataset_uri: str) -> list[str]:
     """Names of the Delta tables directly under a dataset folder."""
-    fs, path = _filesystem(dataset_uri)
+    fs, path = filesystem(dataset_uri)
     selector = pafs.FileSelector(path.rstrip("/"), allow_not_found=True)
     names = []
     for info in fs.get_file_info(selector):

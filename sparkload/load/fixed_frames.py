@@ -9,38 +9,31 @@ what the first attempt would have done.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Callable
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from sparkload.load.folder import Folder
+
+# Written after the frame's files: a frame without it is an attempt a crash cut short.
 _SCHEMA_FILE = "_schema.json"
 
 
 class FixedFrames:
-    def __init__(self, spark: SparkSession, directory: Path) -> None:
+    def __init__(self, spark: SparkSession, folder: Folder) -> None:
         self.spark = spark
-        self.directory = directory
+        self.folder = folder
 
     def get(self, name: str, compute: Callable[[], DataFrame]) -> DataFrame:
         """The frame stored under ``name``; computed by ``compute`` and stored the first time."""
-        target = self.directory / name
-        schema_file = target / _SCHEMA_FILE
-        if not schema_file.exists():
-            # Written aside and renamed, so a crash never leaves a half-written frame behind.
-            partial = target.with_name(target.name + ".partial")
-            shutil.rmtree(partial, ignore_errors=True)
+        target = self.folder.child(name)
+        if not target.exists(_SCHEMA_FILE):
             frame = compute()
-            frame.write.mode("overwrite").parquet(str(partial))
-            partial.mkdir(parents=True, exist_ok=True)  # the engine writes no folder for no rows
-            (partial / _SCHEMA_FILE).write_text(frame.schema.json())
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(partial, target)
-        schema = T._parse_datatype_json_string(schema_file.read_text())
+            frame.write.mode("overwrite").parquet(target.uri)
+            target.write(_SCHEMA_FILE, frame.schema.json().encode())
+        schema = T._parse_datatype_json_string(target.read(_SCHEMA_FILE).decode())
         assert isinstance(schema, T.StructType)
-        if not any(target.glob("*.parquet")):
+        if not target.has_files(".parquet"):  # the engine writes no file for no rows
             return self.spark.createDataFrame([], schema=schema)
-        return self.spark.read.schema(schema).parquet(str(target))
+        return self.spark.read.schema(schema).parquet(target.uri)

@@ -72,8 +72,9 @@ class Loader:
         self.tables = [NormalizedTable.from_dict(t) for t in manifest["tables"]]
         self.hints: dict[str, dict[str, Any]] = manifest["hints"]
         self.execution_time = datetime.datetime.fromisoformat(manifest["execution_time"])
-        loaded_path = package.path / LOADED_MANIFEST
-        self.done: dict[str, dict[str, Any]] = package.read(LOADED_MANIFEST) if loaded_path.exists() else {}
+        self.done: dict[str, dict[str, Any]] = (
+            package.read(LOADED_MANIFEST) if package.has(LOADED_MANIFEST) else {}
+        )
         self._on_table = on_table
 
     def load(self) -> list[TableLoad]:
@@ -150,7 +151,7 @@ class Loader:
             rows={t.name: t.rows for t in family},
             children=[t.name for t in family if t.name != root]
             + [name for name in existing_children if name not in frames],
-            fixed=FixedFrames(self.spark, self.package.path / "fixed"),
+            fixed=FixedFrames(self.spark, self.package.fixed_folder),
             has_duplicates=bool(config.primary_key)
             and (root_info.distinct_keys is None or root_info.distinct_keys < root_info.rows),
         )
@@ -160,7 +161,7 @@ class Loader:
 
     # -- committing ------------------------------------------------------------------------
     def _typed(self, table: NormalizedTable) -> DataFrame:
-        path = str(self.package.normalized_table_dir(table.name))
+        path = self.package.normalized_table_uri(table.name)
         schema = nullable_schema(self.spark.read.parquet(path).schema)
         staged = self.spark.read.schema(schema).parquet(path)
         columns = [spec.expression() for spec in table.columns]

@@ -84,13 +84,13 @@ class TableNormalizer:
         self.column_hints: Mapping[str, Mapping[str, Any]] = hints.get("columns", {})
 
     def normalize(
-        self, table: str, extracted: Path, out_dir: Path, json_schema: str | None = None
+        self, table: str, extracted: Path, out_uri: str, json_schema: str | None = None
     ) -> list[NormalizedTable]:
-        """Normalize one extracted table; ``json_schema`` is its staged NDJSON's schema if
-        extraction inferred it already."""
+        """Normalize one extracted table into Parquet folders under ``out_uri`` (one per
+        table); ``json_schema`` is its staged NDJSON's schema if extraction inferred it."""
         schema = T._parse_datatype_json_string(json_schema) if json_schema else None
         try:
-            return self._normalize(table, self._read(extracted, schema=schema), out_dir)
+            return self._normalize(table, self._read(extracted, schema=schema), out_uri)
         except Exception as exc:
             if not _is_json_type_conflict(exc):
                 raise
@@ -98,7 +98,7 @@ class TableNormalizer:
         logger.info("table '%s': values of conflicting types, splitting into variant columns", table)
         split_dir = extracted / "json_split"
         split_conflicts(extracted / JSON_DIR, split_dir, self.destination_schema(table))
-        return self._normalize(table, self._read(extracted, json_dir=split_dir), out_dir)
+        return self._normalize(table, self._read(extracted, json_dir=split_dir), out_uri)
 
     def _read(self, extracted: Path, json_dir: Path | None = None, schema: Any = None) -> DataFrame:
         frames = []
@@ -117,7 +117,7 @@ class TableNormalizer:
             frame = frame.unionByName(other, allowMissingColumns=True)
         return frame
 
-    def _normalize(self, table: str, raw: DataFrame, out_dir: Path) -> list[NormalizedTable]:
+    def _normalize(self, table: str, raw: DataFrame, out_uri: str) -> list[NormalizedTable]:
         flat = flatten(raw.schema, lambda name: raw[quote(name)], table, "", 0, self.max_nesting)
         # Unique within the load (Spark's partition-aware counter) and across loads (the
         # load id); drawn once here and stored, so every retry of the load reuses it.
@@ -127,13 +127,13 @@ class TableNormalizer:
         columns = [leaf.column.alias(leaf.name) for leaf in flat.leaves]
         columns += [nested.column.alias(_NESTED_PREFIX + nested.table) for nested in flat.nested]
         columns += [row_id.alias(ID), F.lit(self.load_id).alias(LOAD_ID)]
-        target = out_dir / table
-        raw.select(*columns).write.mode("overwrite").parquet(str(target))
-        staged = self.spark.read.parquet(str(target))
+        target = f"{out_uri}/{table}"
+        raw.select(*columns).write.mode("overwrite").parquet(target)
+        staged = self.spark.read.parquet(target)
         result = [self._describe(table, None, table, staged, flat, [ID, LOAD_ID])]
         root_id = F.col(ID)
         for nested in flat.nested:
-            result += self._nested(nested, staged, root_id, table, table, out_dir)
+            result += self._nested(nested, staged, root_id, table, table, out_uri)
         return result
 
     def _nested(
@@ -143,7 +143,7 @@ class TableNormalizer:
         root_id: Column,
         root: str,
         parent_table: str,
-        out_dir: Path,
+        out_uri: str,
     ) -> list[NormalizedTable]:
         name = nested.table
         array = F.col(quote(_NESTED_PREFIX + name))
@@ -164,12 +164,12 @@ class TableNormalizer:
             F.lit(self.load_id).alias(LOAD_ID),
             F.col(ROOT_ID),
         ]
-        target = out_dir / name
-        exploded.select(*columns).write.mode("overwrite").parquet(str(target))
-        staged = self.spark.read.parquet(str(target))
+        target = f"{out_uri}/{name}"
+        exploded.select(*columns).write.mode("overwrite").parquet(target)
+        staged = self.spark.read.parquet(target)
         result = [self._describe(name, parent_table, root, staged, flat, system)]
         for inner in flat.nested:
-            result += self._nested(inner, staged, F.col(ROOT_ID), root, name, out_dir)
+            result += self._nested(inner, staged, F.col(ROOT_ID), root, name, out_uri)
         return result
 
     def _describe(

@@ -1,77 +1,89 @@
-"""A load package on disk: the staged files of one run and the manifests that describe them.
+"""A load package: the staged files of one run and the manifests that describe them.
 
-Layout under ``<working dir>/packages/<load_id>/``::
+A package starts in the working directory and moves beside the dataset once normalized,
+so a run on another machine (or with an empty working directory) can finish it::
 
-    extracted/<table>/json|arrow/part-*   what extract wrote
-    extract.json                            tables, their hints, the new state: extract done
-    normalized/<table>/*.parquet            rows as they will land
-    normalize.json                          column types per table: normalize done
-    loaded.json                             tables already committed (for resuming)
+    <working dir>/packages/<load_id>/
+        extracted/<table>/json|arrow/part-*   what extract wrote
+        extract.json                            tables, hints, the new state: extract done
+
+    <dataset>/_sparkload_packages/<pipeline>/<load_id>/
+        normalized/<table>/*.parquet            rows as they will land
+        fixed/<name>/                           frames fixed before the first commit
+        normalize.json                          written last: the package will be loaded
+        loaded.json                             tables already committed (for resuming)
+
+Every table commit of a load is idempotent for its load id and the state is committed
+after the last one, so finishing a package that a crash interrupted gives the tables and
+state an uninterrupted run would have given.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from sparkload.load.folder import Folder
+
 EXTRACT_MANIFEST = "extract.json"
 NORMALIZE_MANIFEST = "normalize.json"
 LOADED_MANIFEST = "loaded.json"
+PACKAGES_FOLDER = "_sparkload_packages"
+
+
+def staging_folder(dataset_uri: str, pipeline_name: str) -> Folder:
+    """Where a pipeline's normalized packages wait for their load, inside the dataset."""
+    return Folder(f"{dataset_uri.rstrip('/')}/{PACKAGES_FOLDER}/{pipeline_name}")
 
 
 class LoadPackage:
-    def __init__(self, root: Path, load_id: str) -> None:
+    def __init__(self, root: Folder, load_id: str) -> None:
         self.load_id = load_id
-        self.path = root / load_id
+        self.folder = root.child(load_id)
 
+    # -- extract side (always in the local working directory) ---------------------------
     @property
     def extracted_dir(self) -> Path:
-        return self.path / "extracted"
-
-    @property
-    def normalized_dir(self) -> Path:
-        return self.path / "normalized"
+        return Path(self.folder.uri) / "extracted"
 
     def extracted_table_dir(self, table: str) -> Path:
         return self.extracted_dir / table
 
-    def normalized_table_dir(self, table: str) -> Path:
-        return self.normalized_dir / table
-
     def is_extracted(self) -> bool:
-        return (self.path / EXTRACT_MANIFEST).exists()
+        return self.folder.exists(EXTRACT_MANIFEST)
+
+    # -- load side (beside the dataset) ---------------------------------------------------
+    @property
+    def normalized_uri(self) -> str:
+        return f"{self.folder.uri}/normalized"
+
+    def normalized_table_uri(self, table: str) -> str:
+        return f"{self.normalized_uri}/{table}"
+
+    @property
+    def fixed_folder(self) -> Folder:
+        return self.folder.child("fixed")
 
     def is_normalized(self) -> bool:
-        return (self.path / NORMALIZE_MANIFEST).exists()
+        return self.folder.exists(NORMALIZE_MANIFEST)
 
+    def has(self, name: str) -> bool:
+        return self.folder.exists(name)
+
+    # -- manifests ------------------------------------------------------------------------
     def read(self, name: str) -> Any:
-        return orjson.loads((self.path / name).read_bytes())
+        return orjson.loads(self.folder.read(name))
 
     def write(self, name: str, data: Any) -> None:
         """Write a manifest atomically: a crash leaves the old one or the new one, never half."""
-        target = self.path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        with open(tmp, "wb") as handle:
-            handle.write(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-
-    def discard_normalized(self) -> None:
-        shutil.rmtree(self.normalized_dir, ignore_errors=True)
-        (self.path / NORMALIZE_MANIFEST).unlink(missing_ok=True)
+        self.folder.write(name, orjson.dumps(data, option=orjson.OPT_INDENT_2))
 
     def delete(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        self.folder.delete()
 
 
-def list_packages(root: Path) -> list[LoadPackage]:
-    """Packages left in the working directory, oldest first (load ids sort by time)."""
-    if not root.exists():
-        return []
-    return [LoadPackage(root, entry.name) for entry in sorted(root.iterdir()) if entry.is_dir()]
+def list_packages(root: Folder) -> list[LoadPackage]:
+    """Packages under ``root``, oldest first (load ids sort by time)."""
+    return [LoadPackage(root, name) for name in root.subfolders()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import datetime
 import functools
+import logging
 import os
 import shutil
 import sys
@@ -17,6 +18,7 @@ from sparkload import destinations
 from sparkload.engine import resolve_spark
 from sparkload.exceptions import NormalizeError, PipelineStepFailed, SparkloadError
 from sparkload.extract.extractor import ExtractedTable, Extractor
+from sparkload.load.folder import Folder
 from sparkload.load.loader import Loader
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.json_schema import SchemaInference
@@ -25,10 +27,18 @@ from sparkload.pipeline import current
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
 from sparkload.pipeline.lock import RunLock
-from sparkload.pipeline.package import EXTRACT_MANIFEST, NORMALIZE_MANIFEST, LoadPackage, list_packages
+from sparkload.pipeline.package import (
+    EXTRACT_MANIFEST,
+    NORMALIZE_MANIFEST,
+    LoadPackage,
+    list_packages,
+    staging_folder,
+)
 from sparkload.pipeline.plan import build_plan
 from sparkload.pipeline.progress import Progress
 from sparkload.pipeline.trace import PipelineTrace
+
+logger = logging.getLogger(__name__)
 
 _last_pipeline: list[Pipeline | None] = [None]
 
@@ -106,7 +116,18 @@ class Pipeline:
 
     @property
     def packages_dir(self) -> Path:
+        """Extracted packages waiting for normalize (local to this machine)."""
         return self.working_dir / "packages"
+
+    @property
+    def _extracted(self) -> Folder:
+        return Folder(str(self.packages_dir))
+
+    @property
+    def _staged(self) -> Folder:
+        """Normalized packages waiting for their load, beside the data so that any machine
+        running this pipeline finishes them."""
+        return staging_folder(self.dataset_uri, self.pipeline_name)
 
     @property
     def state(self) -> dict[str, Any]:
@@ -143,13 +164,25 @@ class Pipeline:
         columns: Any = None,
         execution_time: datetime.datetime | None = None,
     ) -> LoadInfo:
-        """Finish any package left by an interrupted run, then extract, normalize and load."""
+        """Extract, normalize and load ``data``.
+
+        If an earlier run left a package unfinished (a crash, a refused load), this run
+        finishes that package instead and does not extract ``data``, as dlt's does: a run
+        repeated after a crash then loads what the interrupted run would have loaded, once.
+        """
         self.last_trace = PipelineTrace(self.pipeline_name)
-        if any(list_packages(self.packages_dir)):
+        if self.has_pending_data():
             self.normalize()
-            self.load()
+            if list_packages(self._staged):
+                if data is not None:
+                    logger.warning(
+                        "pipeline '%s': finishing the load packages an earlier run left; the data "
+                        "given to this run is not extracted; run the pipeline again to load it",
+                        self.pipeline_name,
+                    )
+                return self.load()
         if data is None:
-            return self.last_trace.last_load_info or LoadInfo(self.pipeline_name, self.dataset_uri, None)
+            return LoadInfo(self.pipeline_name, self.dataset_uri, None)
         self.extract(
             data,
             table_name=table_name,
@@ -178,7 +211,7 @@ class Pipeline:
         trace = self._trace()
         clock = execution_time or datetime.datetime.now(datetime.timezone.utc)
         load_id = _new_load_id()
-        package = LoadPackage(self.packages_dir, load_id)
+        package = LoadPackage(self._extracted, load_id)
         hint_changes = {
             "write_disposition": write_disposition,
             "primary_key": primary_key,
@@ -225,26 +258,30 @@ class Pipeline:
 
     @_locked
     def normalize(self) -> list[str]:
-        """Normalize every extracted package; returns their load ids."""
+        """Normalize every extracted package into a package beside the dataset; returns
+        their load ids."""
         trace = self._trace()
         done = []
-        for package in list_packages(self.packages_dir):
+        for package in list_packages(self._extracted):
             if not package.is_extracted():
                 package.delete()  # an extract that never finished: its items were not consumed
                 continue
-            if package.is_normalized():
-                continue
-            started = time.perf_counter()
-            try:
-                self._normalize_package(package)
-            except Exception as exc:
-                package.discard_normalized()
-                raise PipelineStepFailed("normalize", package.load_id, exc) from exc
-            trace.add(StepTiming("normalize", time.perf_counter() - started))
+            staged = LoadPackage(self._staged, package.load_id)
+            if not staged.is_normalized():
+                staged.delete()  # what a normalize cut short left behind
+                started = time.perf_counter()
+                try:
+                    self._normalize_package(package, staged)
+                except Exception as exc:
+                    staged.delete()
+                    raise PipelineStepFailed("normalize", package.load_id, exc) from exc
+                trace.add(StepTiming("normalize", time.perf_counter() - started))
+            # The staged package now carries everything the load needs.
+            package.delete()
             done.append(package.load_id)
         return done
 
-    def _normalize_package(self, package: LoadPackage) -> None:
+    def _normalize_package(self, package: LoadPackage, staged: LoadPackage) -> None:
         manifest = package.read(EXTRACT_MANIFEST)
         tables: list[dict[str, Any]] = []
         hints: dict[str, Any] = {}
@@ -260,10 +297,12 @@ class Pipeline:
                 return None if replacing else DeltaTable(self.spark, self.dataset_uri, table).schema()
 
             normalizer = TableNormalizer(self.spark, package.load_id, extracted["hints"], destination_schema)
-            staged = package.extracted_table_dir(name)
             try:
                 normalized = normalizer.normalize(
-                    name, staged, package.normalized_dir, extracted.get("json_schema")
+                    name,
+                    package.extracted_table_dir(name),
+                    staged.normalized_uri,
+                    extracted.get("json_schema"),
                 )
             except SparkloadError:
                 raise
@@ -274,7 +313,7 @@ class Pipeline:
                     "pipeline.drop_pending_packages() discards it"
                 ) from exc
             tables += [table.to_dict() for table in normalized]
-        package.write(
+        staged.write(
             NORMALIZE_MANIFEST,
             {
                 "load_id": package.load_id,
@@ -290,8 +329,10 @@ class Pipeline:
         """Load every normalized package, then commit its state; returns the last LoadInfo."""
         trace = self._trace()
         info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
-        for package in list_packages(self.packages_dir):
+        for package in list_packages(self._staged):
             if not package.is_normalized():
+                # A normalize cut short; its extracted package, if any, normalizes again.
+                package.delete()
                 continue
             started = time.perf_counter()
             self.progress.start("load")
@@ -338,11 +379,13 @@ class Pipeline:
 
     @_locked
     def drop_pending_packages(self) -> None:
-        """Discard load packages that were extracted but not loaded (dlt's method)."""
-        shutil.rmtree(self.packages_dir, ignore_errors=True)
+        """Discard load packages that were extracted but not loaded (dlt's method); tables
+        a partly loaded package already committed keep its rows."""
+        self._extracted.delete()
+        self._staged.delete()
 
     def has_pending_data(self) -> bool:
-        return bool(list_packages(self.packages_dir))
+        return bool(list_packages(self._extracted) or list_packages(self._staged))
 
     @_locked
     def drop(self) -> None:

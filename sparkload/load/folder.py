@@ -1,0 +1,82 @@
+"""A folder at a local path or an object-store URL, through pyarrow's filesystems.
+
+Load packages live beside the dataset they load into (see ``pipeline/package.py``), so
+the same code must handle a local lake and ``s3://…``. Spark reads and writes the data
+files by URI; this module does the small file work around them: manifests, listings,
+deletion.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow.fs as pafs
+
+
+def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem holding ``uri`` and the path of ``uri`` within it."""
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), uri
+    return pafs.FileSystem.from_uri(uri)
+
+
+class Folder:
+    def __init__(self, uri: str) -> None:
+        self.uri = uri.rstrip("/")
+        self._fs, self._path = filesystem(self.uri)
+
+    @property
+    def name(self) -> str:
+        return self._path.rsplit("/", 1)[-1]
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self._fs, pafs.LocalFileSystem)
+
+    def child(self, name: str) -> Folder:
+        return Folder(f"{self.uri}/{name}")
+
+    def _file(self, name: str) -> str:
+        return f"{self._path}/{name}"
+
+    def exists(self, name: str | None = None) -> bool:
+        """Whether this folder (or the file ``name`` in it) exists."""
+        path = self._path if name is None else self._file(name)
+        return self._fs.get_file_info(path).type != pafs.FileType.NotFound
+
+    def read(self, name: str) -> bytes:
+        with self._fs.open_input_stream(self._file(name)) as stream:
+            return bytes(stream.read())
+
+    def write(self, name: str, data: bytes) -> None:
+        """Write the file ``name`` so that a reader sees the old content or the new, never
+        half: a local file is written aside, flushed to disk and renamed; an object store
+        makes an object visible only once its upload completes."""
+        if self.is_local:
+            os.makedirs(self._path, exist_ok=True)
+            target = self._file(name)
+            partial = target + ".partial"
+            with open(partial, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(partial, target)
+            return
+        with self._fs.open_output_stream(self._file(name)) as stream:
+            stream.write(data)
+
+    def subfolders(self) -> list[str]:
+        """Names of the folders directly inside, sorted."""
+        selector = pafs.FileSelector(self._path, allow_not_found=True)
+        return sorted(
+            i.base_name for i in self._fs.get_file_info(selector) if i.type == pafs.FileType.Directory
+        )
+
+    def has_files(self, suffix: str) -> bool:
+        selector = pafs.FileSelector(self._path, allow_not_found=True)
+        return any(i.base_name.endswith(suffix) for i in self._fs.get_file_info(selector))
+
+    def delete(self) -> None:
+        """Delete the folder and everything in it (nothing happens if it is not there)."""
+        if self.exists():
+            self._fs.delete_dir(self._path)
