@@ -1,0 +1,161 @@
+"""Exactly-once across crashes: a run SIGKILLed at any moment and run again (on the same
+machine, or with an empty working directory against the same destination) leaves the
+tables and the state exactly as an uninterrupted schedule of runs leaves them.
+
+The schedule is ``crash_child.py`` run for day 1, 2, 3 (see its docstring). Kills land at
+every stage boundary (the child kills itself there) and at random moments (the test kills
+it); after a kill the same day is run again until it finishes, as a scheduler's retry
+would.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pytest
+
+from sparkload.normalize.normalizer import ID, PARENT_ID, SYSTEM_COLUMNS
+from sparkload.pipeline.package import PACKAGES_FOLDER
+from sparkload.pipeline.state import STATE_TABLE, loads_state
+
+CHILD = Path(__file__).with_name("crash_child.py")
+DAYS = (1, 2, 3)
+# One attempt per point, in this order, then a clean attempt: each kill leaves the run a
+# little further along, so together they cover every boundary of extract, normalize, the
+# table commits and the state commit.
+BOUNDARIES = ("extract", "staged", "commit:1", "commit:3", "before_state", "after_state")
+
+
+class Attempts:
+    """Runs the child and counts the kills that landed."""
+
+    def __init__(self, work: Path, fresh_after_kill: bool) -> None:
+        self.work = work
+        self.fresh_after_kill = fresh_after_kill
+        self.kills = 0
+
+    def run(self, day: int, point: str = "", kill_after: float | None = None) -> tuple[bool, float]:
+        """One attempt at ``day``; returns whether it was killed and how long it ran."""
+        process = subprocess.Popen(
+            [sys.executable, str(CHILD), str(self.work), str(day), point],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, RUST_LOG="error"),
+        )
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "STARTED"
+        started = time.perf_counter()
+        if kill_after is not None:
+            try:
+                process.wait(timeout=kill_after)
+            except subprocess.TimeoutExpired:
+                process.send_signal(signal.SIGKILL)
+        out, err = process.communicate(timeout=600)
+        elapsed = time.perf_counter() - started
+        if process.returncode == -signal.SIGKILL:
+            self.kills += 1
+            if self.fresh_after_kill:
+                # A new machine: nothing of the working directory survives.
+                shutil.rmtree(self.work / "pipelines")
+            return True, elapsed
+        assert process.returncode == 0 and "DONE" in out, err[-3000:]
+        return False, elapsed
+
+
+def _tables(dataset: Path) -> Iterator[str]:
+    for entry in sorted(dataset.iterdir()):
+        if (entry / "_delta_log").is_dir() and not entry.name.startswith("_sparkload_"):
+            yield entry.name
+
+
+def tables_as_data(lake: Path) -> dict[str, list[str]]:
+    """Every data table's rows without load ids and row ids; a nested row names its parent
+    by the parent row's content, so a row linked to the wrong parent shows."""
+    dataset = lake / "data"
+    result: dict[str, list[str]] = {}
+    content_by_id: dict[str, dict[str, str]] = {}
+    for name in sorted(_tables(dataset), key=lambda n: n.count("__")):
+        parent_table = name.rsplit("__", 1)[0] if "__" in name else None
+        content_by_id[name] = {}
+        rows = []
+        for row in deltalake.DeltaTable(str(dataset / name)).to_pyarrow_table().to_pylist():
+            content = repr(sorted((k, v) for k, v in row.items() if k not in SYSTEM_COLUMNS))
+            if parent_table is not None:
+                parent = content_by_id[parent_table].get(row[PARENT_ID])
+                assert parent is not None, f"{name}: a row whose parent row is gone"
+                content += f" in {parent}"
+            content_by_id[name][row[ID]] = content
+            rows.append(content)
+        result[name] = sorted(rows)
+    return result
+
+
+def committed_state(lake: Path) -> dict[str, Any]:
+    rows = deltalake.DeltaTable(str(lake / "data" / STATE_TABLE)).to_pyarrow_table().to_pylist()
+    versions = [r["version"] for r in rows]
+    assert len(versions) == len(set(versions)), "a state version was committed twice"
+    return loads_state(max(rows, key=lambda r: r["version"])["state"])
+
+
+def assert_like_reference(work: Path, reference: dict[str, Any]) -> None:
+    lake = work / "lake"
+    assert tables_as_data(lake) == reference["tables"]
+    assert committed_state(lake) == reference["state"]
+    waiting = lake / "data" / PACKAGES_FOLDER / "crashy"
+    assert not waiting.exists() or not any(waiting.iterdir()), "a load package was left behind"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The schedule run without interruption: its tables, state and run times."""
+    work = tmp_path_factory.mktemp("reference")
+    attempts = Attempts(work, fresh_after_kill=False)
+    durations = {day: attempts.run(day)[1] for day in DAYS}
+    # A day run twice loads nothing new: what makes a retry after success harmless.
+    before = tables_as_data(work / "lake")
+    attempts.run(DAYS[-1])
+    assert tables_as_data(work / "lake") == before
+    tables = tables_as_data(work / "lake")
+    assert {"events", "events__tags", "users", "users__roles", "snapshot", "dim", "pages"} <= set(tables)
+    assert len(tables["events"]) == DAYS[-1] * 120, "every event once"
+    assert len(tables["pages"]) == DAYS[-1] * 2 * 5
+    return {"tables": tables, "state": committed_state(work / "lake"), "durations": durations}
+
+
+@pytest.mark.parametrize("fresh_after_kill", [False, True], ids=["same-working-dir", "fresh-working-dir"])
+def test_kill_at_every_stage_boundary(
+    tmp_path: Path, reference: dict[str, Any], fresh_after_kill: bool
+) -> None:
+    attempts = Attempts(tmp_path, fresh_after_kill)
+    for day in DAYS[:2]:
+        for point in BOUNDARIES:
+            attempts.run(day, point)
+        attempts.run(day)
+    attempts.run(DAYS[2])
+    # Two days times six boundaries; a point can only miss if the run never reaches it.
+    assert attempts.kills >= 11, f"only {attempts.kills} kills landed"
+    assert_like_reference(tmp_path, reference)
+
+
+def test_kill_at_random_moments(tmp_path: Path, reference: dict[str, Any]) -> None:
+    """Kills anywhere in a run, every other one followed by an empty working directory."""
+    rng = random.Random(20241122)
+    same, fresh = Attempts(tmp_path, False), Attempts(tmp_path, True)
+    for day in DAYS:
+        for n in range(4):
+            who = fresh if n % 2 else same
+            who.run(day, kill_after=rng.uniform(0.0, reference["durations"][day]))
+        same.run(day)
+    assert same.kills + fresh.kills >= 6, f"only {same.kills + fresh.kills} kills landed"
+    assert_like_reference(tmp_path, reference)
