@@ -7,12 +7,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import deltalake
 import pytest
 
 import sparkload as sl
+from sparkload.exceptions import PipelineStepFailed
 from sparkload.pipeline.lock import PipelineLockedError
 
 _CHILD = textwrap.dedent(
@@ -95,3 +97,64 @@ def test_different_pipelines_load_tables_of_one_dataset_at_the_same_time(tmp_pat
     for n in range(2):
         table = deltalake.DeltaTable(str(tmp_path / "lake" / "shared" / f"table_{n}"))
         assert sorted(table.to_pyarrow_table().column("id").to_pylist()) == list(range(100))
+
+
+def _events(upto: int) -> sl.Resource:
+    @sl.resource(name="events", primary_key="id")
+    def events(cursor: sl.incremental[int] = sl.incremental("id")) -> Iterator[dict[str, int]]:  # noqa: B008
+        yield from ({"id": i} for i in range(upto))
+
+    return events
+
+
+def test_overlapping_runs_on_two_machines_load_once_and_the_later_one_is_refused(tmp_path: Path) -> None:
+    """Two working directories (two machines) run one pipeline at once against one
+    destination: both extract from the same cursor; the first to load wins, the other's
+    package is refused before any commit, with a clear error."""
+    machines = [
+        sl.pipeline(
+            "shared_name",
+            destination=sl.destinations.delta(tmp_path / "lake"),
+            pipelines_dir=tmp_path / f"machine_{n}",
+            dataset_name="shared",
+        )
+        for n in range(2)
+    ]
+    machines[0].run(_events(10))
+    machines[0].extract(_events(20))
+    machines[1].extract(_events(20))  # restores the same state from the destination
+    machines[0].normalize()
+    machines[0].load()
+    machines[1].normalize()
+    with pytest.raises(PipelineStepFailed, match="extracted from state version 1, but another run"):
+        machines[1].load()
+
+    events = str(tmp_path / "lake" / "shared" / "events")
+    ids = deltalake.DeltaTable(events).to_pyarrow_table().column("id").to_pylist()
+    assert sorted(ids) == list(range(20))  # every row once
+    machines[1].drop_pending_packages()
+    machines[1].run(_events(25))
+    ids = deltalake.DeltaTable(events).to_pyarrow_table().column("id").to_pylist()
+    assert sorted(ids) == list(range(25))
+
+
+def test_two_extracts_before_a_load_continue_one_cursor(tmp_path: Path) -> None:
+    """A second extract while a package waits starts from that package's cursor, as in
+    dlt, so loading both loads every row once."""
+    pipeline = sl.pipeline(
+        "two_extracts",
+        destination=sl.destinations.delta(tmp_path / "lake"),
+        pipelines_dir=tmp_path / "pipelines",
+        dataset_name="shared",
+    )
+    pipeline.extract(_events(10))
+    pipeline.extract(_events(15))
+    pipeline.normalize()
+    pipeline.load()
+    events = str(tmp_path / "lake" / "shared" / "events")
+    ids = deltalake.DeltaTable(events).to_pyarrow_table().column("id").to_pylist()
+    assert sorted(ids) == list(range(15))
+    assert (
+        pipeline.state["sources"]["two_extracts"]["resources"]["events"]["incremental"]["id"]["last_value"]
+        == 14
+    )

@@ -2,7 +2,9 @@
 
 A second process that runs the same pipeline (same name and pipelines directory) fails
 fast with a clear error instead of interleaving packages and state. The lock belongs to
-this machine's working directory; runs of one pipeline on two machines are not seen.
+this machine's working directory; for runs of one pipeline on two machines, each load
+package carries the state version it was extracted from, and a package whose base another
+run has moved past is refused (``check_not_overtaken``) rather than loaded twice.
 """
 
 from __future__ import annotations
@@ -22,6 +24,23 @@ except ImportError:  # Windows: no advisory file locks; runs are not guarded the
 
 class PipelineLockedError(SparkloadError):
     """Another process is running the same pipeline."""
+
+
+class OvertakenPackageError(SparkloadError):
+    """A load package was extracted from a state that another run has since replaced."""
+
+
+def check_not_overtaken(pipeline_name: str, base_version: int, committed_version: int) -> None:
+    """Refuse a package extracted from state ``base_version`` once the destination holds a
+    later one: another run of the pipeline extracted and loaded meanwhile, from the same
+    cursors, so this package would load its rows a second time."""
+    if committed_version != base_version:
+        raise OvertakenPackageError(
+            f"pipeline '{pipeline_name}': this load package was extracted from state version "
+            f"{base_version}, but another run of the pipeline has since committed version "
+            f"{committed_version}; loading it could load rows twice. Two runs of one pipeline "
+            "overlapped (on two machines, or two working directories)"
+        )
 
 
 class RunLock:

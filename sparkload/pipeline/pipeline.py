@@ -26,9 +26,10 @@ from sparkload.normalize.normalizer import TableNormalizer
 from sparkload.pipeline import current
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
-from sparkload.pipeline.lock import RunLock
+from sparkload.pipeline.lock import OvertakenPackageError, RunLock, check_not_overtaken
 from sparkload.pipeline.package import (
     EXTRACT_MANIFEST,
+    LOADED_MANIFEST,
     NORMALIZE_MANIFEST,
     LoadPackage,
     list_packages,
@@ -222,8 +223,8 @@ class Pipeline:
         self.progress.start("extract")
         try:
             plan = build_plan(data, self.pipeline_name, table_name, hint_changes)
-            committed = self.state
-            working_state = copy.deepcopy(committed)
+            base = self._extract_base()
+            working_state = copy.deepcopy(base)
             inference = SchemaInference(self.spark)
             try:
                 with current.extraction(self, working_state):
@@ -243,9 +244,8 @@ class Pipeline:
                     "execution_time": clock.isoformat(),
                     "tables": [t.to_dict() for t in tables.values()],
                     # as text, so dates and timestamps in it keep their type
-                    "state": state_store.dumps_state(
-                        state_store.next_version(committed, working_state)
-                    ).decode(),
+                    "state": state_store.dumps_state(state_store.next_version(base, working_state)).decode(),
+                    "base_version": int(base["_state_version"]),
                 },
             )
         except Exception as exc:
@@ -321,6 +321,7 @@ class Pipeline:
                 "tables": tables,
                 "hints": hints,
                 "state": manifest["state"],
+                "base_version": manifest["base_version"],
             },
         )
 
@@ -337,8 +338,10 @@ class Pipeline:
             started = time.perf_counter()
             self.progress.start("load")
             try:
-                loads = Loader(self.spark, self.dataset_uri, package, on_table=self.progress.table).load()
                 normalized = package.read(NORMALIZE_MANIFEST)
+                if not package.has(LOADED_MANIFEST):
+                    self._claim(package, normalized["base_version"])
+                loads = Loader(self.spark, self.dataset_uri, package, on_table=self.progress.table).load()
                 new_state = state_store.loads_state(normalized["state"])
                 if new_state.get("_state_version", 0) > self.state.get("_state_version", 0):
                     state_store.write_destination(
@@ -346,6 +349,13 @@ class Pipeline:
                     )
                     state_store.write_local(self.working_dir, new_state)
                     self._state = new_state
+            except OvertakenPackageError as exc:
+                raise PipelineStepFailed(
+                    "load",
+                    package.load_id,
+                    exc,
+                    "Nothing of it was loaded; pipeline.drop_pending_packages() discards it",
+                ) from exc
             except SparkloadError as exc:
                 # A refused load (bad hints, duplicate keys, a type conflict) changes nothing;
                 # the package waits so a fixed run can retry it, or it can be dropped.
@@ -376,6 +386,28 @@ class Pipeline:
             package.delete()
         trace.last_load_info = info
         return info
+
+    def _extract_base(self) -> dict[str, Any]:
+        """The state a new extract starts from: the newest pending package's (its cursors
+        are already taken, as in dlt), else the committed one."""
+        pending = [
+            (package.load_id, package.read(manifest)["state"])
+            for folder, manifest in ((self._extracted, EXTRACT_MANIFEST), (self._staged, NORMALIZE_MANIFEST))
+            for package in list_packages(folder)
+            if package.has(manifest)
+        ]
+        if not pending:
+            # Read afresh: another process or machine may have run the pipeline since.
+            self._state = None
+            return self.state
+        return state_store.loads_state(max(pending)[1])
+
+    def _claim(self, package: LoadPackage, base_version: int) -> None:
+        """Before a package's first commit: check that no other run loaded since it was
+        extracted, then mark it started, so that from here on it is always finished."""
+        committed = state_store.destination_version(self.spark, self.dataset_uri, self.pipeline_name)
+        check_not_overtaken(self.pipeline_name, base_version, committed)
+        package.write(LOADED_MANIFEST, {})
 
     @_locked
     def drop_pending_packages(self) -> None:

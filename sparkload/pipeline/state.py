@@ -100,6 +100,12 @@ def read_destination(spark: SparkSession, dataset_uri: str, pipeline_name: str) 
     return loads_state(rows[0]["state"]) if rows else None
 
 
+def destination_version(spark: SparkSession, dataset_uri: str, pipeline_name: str) -> int:
+    """The newest state version committed to the destination (0 before the first)."""
+    state = read_destination(spark, dataset_uri, pipeline_name)
+    return int(state["_state_version"]) if state else 0
+
+
 def write_destination(
     spark: SparkSession, dataset_uri: str, pipeline_name: str, state: dict[str, Any], load_id: str
 ) -> None:
