@@ -63,7 +63,7 @@ def before(owner: Any, name: str) -> None:
 
 def arm(point: str) -> None:
     if point == "extract":
-        after(pipeline_module.Pipeline, "extract")
+        after(pipeline_module.Pipeline, "_extract_batch")
     elif point == "staged":
         after(LoadPackage, "write", lambda _self, name, _data: name == NORMALIZE_MANIFEST)
     elif point == "normalize":

@@ -10,8 +10,11 @@ from typing import Any
 from sparkload.config import bind_config
 from sparkload.exceptions import ResourceError
 from sparkload.extract.hints import TableHints
+from sparkload.extract.intervals import declared_intervals
 from sparkload.extract.resource import Resource, current_source_name
 from sparkload.extract.source import Source
+
+TIME_RANGE = {"disposition": "merge", "strategy": "time-range"}
 
 
 def resource(
@@ -34,9 +37,10 @@ def resource(
         resource_name = name or getattr(target, "__name__", None)
         if not resource_name or resource_name == "<lambda>":
             raise ResourceError("a resource made from data needs name=")
-        hints = TableHints.build(
-            table_name, write_disposition, primary_key, merge_key, columns, max_table_nesting
-        )
+        disposition = write_disposition
+        if disposition is None and declared_intervals(target if callable(target) else None) is not None:
+            disposition = TIME_RANGE  # SQLMesh's INCREMENTAL_BY_TIME_RANGE
+        hints = TableHints.build(table_name, disposition, primary_key, merge_key, columns, max_table_nesting)
         made = Resource(resource_name, target, hints, selected=selected, parallelized=parallelized)
         if callable(target):
             functools.update_wrapper(made, target)

@@ -13,7 +13,7 @@ TKey = str | Sequence[str]
 TColumnHints = Mapping[str, Mapping[str, Any]]
 
 DISPOSITIONS = ("append", "replace", "merge")
-MERGE_STRATEGIES = ("delete-insert", "upsert", "insert-only", "scd2")
+MERGE_STRATEGIES = ("delete-insert", "upsert", "insert-only", "scd2", "time-range")
 # Options of the dict form of a merge write disposition, by the strategies that take them.
 SCD2_OPTIONS = (
     # dlt's names
@@ -35,6 +35,8 @@ MERGE_OPTIONS = {
     "upsert": ("sequence_by",),
     "insert-only": ("deduplicated",),
     "scd2": SCD2_OPTIONS,
+    # the window comes from the resource's intervals argument, not from options
+    "time-range": (),
 }
 # Options whose values name columns (normalized like column names before loading).
 COLUMN_NAME_OPTIONS = (

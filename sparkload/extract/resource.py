@@ -12,6 +12,7 @@ from sparkload.config import bind_config
 from sparkload.exceptions import ResourceError, SparkloadError
 from sparkload.extract.hints import TableHints, TTableName, WriteDisposition
 from sparkload.extract.incremental import Incremental, bind_incrementals, declares_incremental
+from sparkload.extract.intervals import bind_intervals, declared_intervals
 from sparkload.extract.items import iterate_any
 from sparkload.extract.pipes import Step, apply_steps
 
@@ -50,6 +51,8 @@ class Resource:
         # Where the incremental filter sits among the steps (dlt places it right after the
         # generator; appended steps go before it, insert_at can put one after it).
         self._incremental_at: int | None = 0 if declares_incremental(self._func) else None
+        # Time intervals it loads by, if the function declares them.
+        self.intervals = declared_intervals(self._func)
         self._limit: int | None = None
         if data_from is not None and self._func is None:
             raise ResourceError(f"transformer '{name}' must be a function taking the item")
@@ -182,6 +185,10 @@ class Resource:
             # dlt: a replace starts the resource's incrementals over from their initial value
             reset=self.hints.write_disposition.disposition == "replace",
         )
+        if self.intervals is not None:
+            from sparkload.pipeline import current
+
+            bind_intervals(bound.arguments, bound.signature.parameters, current.interval_window(self.name))
         return self._func(*bound.args, **bound.kwargs), incrementals
 
     # -- iteration --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sparkload.load import dispositions, keyed_merge, scd2
+from sparkload.load import dispositions, keyed_merge, scd2, time_range
 from sparkload.load.commits import TableCommit
 from sparkload.load.delta_log import list_tables
 from sparkload.load.fixed_frames import FixedFrames
@@ -76,6 +76,8 @@ class Loader:
             package.read(LOADED_MANIFEST) if package.has(LOADED_MANIFEST) else {}
         )
         self._on_table = on_table
+        # Warnings for the LoadInfo (rows dropped outside a time window).
+        self.notes: list[str] = []
 
     def load(self) -> list[TableLoad]:
         """Commit every table. All commits are prepared and checked against the tables'
@@ -102,7 +104,10 @@ class Loader:
         existing_children = [name for name in list_tables(self.dataset_uri) if name.startswith(root + "__")]
         truncate = functools.partial(_truncate, load_id=self.load_id)
 
+        time_ranged = disposition == "merge" and strategy == "time-range"
         if not family:
+            if time_ranged:  # an empty window still replaces what the table held in it
+                return self._prepare_merge(root, family, {}, hints, existing_children)
             # The resource yielded nothing: a replace still empties its tables, as in dlt.
             if disposition != "replace":
                 return []
@@ -140,7 +145,7 @@ class Loader:
         existing_children: list[str],
     ) -> list[TableCommit]:
         config = merge_config(root, hints, self.execution_time)
-        root_info = next(t for t in family if t.name == root)
+        root_info = next((t for t in family if t.name == root), None)
         merging = MergeFamily(
             spark=self.spark,
             dataset_uri=self.dataset_uri,
@@ -153,8 +158,19 @@ class Loader:
             + [name for name in existing_children if name not in frames],
             fixed=FixedFrames(self.spark, self.package.fixed_folder),
             has_duplicates=bool(config.primary_key)
+            and root_info is not None
             and (root_info.distinct_keys is None or root_info.distinct_keys < root_info.rows),
         )
+        if config.strategy == "time-range":
+            prepared = time_range.prepare(merging, time_range.TimeRange.from_hints(hints))
+            if prepared.outside:
+                note = (
+                    f"table '{root}': {prepared.outside} rows outside the window "
+                    f"{hints['time_range']['start']} – {hints['time_range']['end']} were not loaded"
+                )
+                logger.warning(note)
+                self.notes.append(note)
+            return prepared.commits
         if config.strategy == "scd2":
             return scd2.prepare(merging)
         return keyed_merge.prepare(merging)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from sparkload.exceptions import SparkloadError
@@ -15,17 +15,30 @@ _state: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
 )
 _source: contextvars.ContextVar[str | None] = contextvars.ContextVar("sparkload_source", default=None)
 _resource: contextvars.ContextVar[str | None] = contextvars.ContextVar("sparkload_resource", default=None)
+# The time window each interval resource loads in this package, by resource name.
+_windows: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
+    "sparkload_windows", default=None
+)
 
 
 @contextlib.contextmanager
-def extraction(pipeline: Any, state: dict[str, Any]) -> Iterator[None]:
-    """Make ``pipeline`` and the state being extracted visible to resources."""
-    tokens = (_pipeline.set(pipeline), _state.set(state))
+def extraction(
+    pipeline: Any, state: dict[str, Any], windows: Mapping[str, Any] | None = None
+) -> Iterator[None]:
+    """Make ``pipeline``, the state being extracted and the interval resources' windows
+    visible to resources."""
+    tokens = (_pipeline.set(pipeline), _state.set(state), _windows.set(windows))
     try:
         yield
     finally:
         _pipeline.reset(tokens[0])
         _state.reset(tokens[1])
+        _windows.reset(tokens[2])
+
+
+def interval_window(resource_name: str) -> Any:
+    """The window an interval resource loads in the package being extracted (or None)."""
+    return (_windows.get() or {}).get(resource_name)
 
 
 @contextlib.contextmanager

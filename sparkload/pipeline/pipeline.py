@@ -10,20 +10,28 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from sparkload import destinations
 from sparkload.engine import resolve_spark
 from sparkload.exceptions import NormalizeError, PipelineStepFailed, SparkloadError
-from sparkload.extract.extractor import ExtractedTable, Extractor
+from sparkload.extract.extractor import (
+    ExtractedTable,
+    Extractor,
+    ExtractPlanItem,
+    hints_for_manifest,
+    normalize_column_path,
+)
+from sparkload.extract.intervals import Window
 from sparkload.load.folder import Folder
 from sparkload.load.loader import Loader
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.json_schema import SchemaInference
+from sparkload.normalize.naming import normalize_table_name
 from sparkload.normalize.normalizer import TableNormalizer
-from sparkload.pipeline import current
+from sparkload.pipeline import current, schedule
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
 from sparkload.pipeline.lock import OvertakenPackageError, RunLock, check_not_overtaken
@@ -182,19 +190,23 @@ class Pipeline:
                         self.pipeline_name,
                     )
                 return self.load()
+        info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         if data is None:
-            return LoadInfo(self.pipeline_name, self.dataset_uri, None)
-        self.extract(
-            data,
-            table_name=table_name,
-            write_disposition=write_disposition,
-            primary_key=primary_key,
-            merge_key=merge_key,
-            columns=columns,
-            execution_time=execution_time,
-        )
-        self.normalize()
-        return self.load()
+            return info
+        clock = execution_time or datetime.datetime.now(datetime.timezone.utc)
+        hint_changes = {
+            "write_disposition": write_disposition,
+            "primary_key": primary_key,
+            "merge_key": merge_key,
+            "columns": columns,
+        }
+        plan, batches = self._schedule(data, table_name, hint_changes, clock)
+        # Batch by batch, so a long backfill commits as it goes and resumes where it stopped.
+        for batch in batches:
+            self._extract_batch(plan, batch, clock)
+            self.normalize()
+            info = self.load()
+        return info
 
     @_locked
     def extract(
@@ -207,35 +219,60 @@ class Pipeline:
         merge_key: Any = None,
         columns: Any = None,
         execution_time: datetime.datetime | None = None,
-    ) -> str:
-        """Run the resources into a new load package; returns its load id."""
-        trace = self._trace()
+    ) -> str | None:
+        """Run the resources into a new load package (one per batch of time intervals a
+        resource has to load); returns the last load id, or None when nothing was due."""
         clock = execution_time or datetime.datetime.now(datetime.timezone.utc)
-        load_id = _new_load_id()
-        package = LoadPackage(self._extracted, load_id)
         hint_changes = {
             "write_disposition": write_disposition,
             "primary_key": primary_key,
             "merge_key": merge_key,
             "columns": columns,
         }
+        plan, batches = self._schedule(data, table_name, hint_changes, clock)
+        load_id = None
+        for batch in batches:
+            load_id = self._extract_batch(plan, batch, clock)
+        return load_id
+
+    def _schedule(
+        self,
+        data: Any,
+        table_name: str | None,
+        hint_changes: dict[str, Any],
+        clock: datetime.datetime,
+    ) -> tuple[list[ExtractPlanItem], list[schedule.Batch]]:
+        """The resources to extract and the packages to extract them into."""
+        try:
+            plan = build_plan(data, self.pipeline_name, table_name, hint_changes)
+            return plan, schedule.batches(plan, self._extract_base(), clock)
+        except Exception as exc:
+            raise PipelineStepFailed("extract", None, exc) from exc
+
+    def _extract_batch(
+        self, plan: list[ExtractPlanItem], batch: schedule.Batch, clock: datetime.datetime
+    ) -> str:
+        trace = self._trace()
+        load_id = _new_load_id()
+        package = LoadPackage(self._extracted, load_id)
         started = time.perf_counter()
         self.progress.start("extract")
         try:
-            plan = build_plan(data, self.pipeline_name, table_name, hint_changes)
             base = self._extract_base()
             working_state = copy.deepcopy(base)
             inference = SchemaInference(self.spark)
             try:
-                with current.extraction(self, working_state):
+                with current.extraction(self, working_state, batch.windows):
                     extractor = Extractor(package.extracted_dir, self.progress.items, inference.file_closed)
-                    tables = extractor.run(plan)
+                    tables = extractor.run(batch.plan)
             except BaseException:
                 inference.cancel()
                 raise
             for name, schema in inference.results().items():
                 tables[name].json_schema = schema
-            _add_empty_replace_tables(plan, tables)
+            _add_empty_replace_tables(batch.plan, tables, batch.windows)
+            _add_time_ranges(batch.plan, tables, batch.windows)
+            schedule.record_windows(working_state, batch, schedule.sources_by_resource(plan))
             package.write(
                 EXTRACT_MANIFEST,
                 {
@@ -341,7 +378,8 @@ class Pipeline:
                 normalized = package.read(NORMALIZE_MANIFEST)
                 if not package.has(LOADED_MANIFEST):
                     self._claim(package, normalized["base_version"])
-                loads = Loader(self.spark, self.dataset_uri, package, on_table=self.progress.table).load()
+                loader = Loader(self.spark, self.dataset_uri, package, on_table=self.progress.table)
+                loads = loader.load()
                 new_state = state_store.loads_state(normalized["state"])
                 if new_state.get("_state_version", 0) > self.state.get("_state_version", 0):
                     state_store.write_destination(
@@ -381,7 +419,8 @@ class Pipeline:
                     f"table '{table['name']}': column name collision resolved: {note}"
                     for table in normalized["tables"]
                     for note in table["collisions"]
-                ],
+                ]
+                + loader.notes,
             )
             package.delete()
         trace.last_load_info = info
@@ -435,19 +474,38 @@ class Pipeline:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
 
 
-def _add_empty_replace_tables(plan: list[Any], tables: dict[str, ExtractedTable]) -> None:
-    """A replace resource that yielded nothing still empties its table, as in dlt."""
-    from sparkload.extract.extractor import hints_for_manifest
-    from sparkload.normalize.naming import normalize_table_name
-
+def _add_empty_replace_tables(
+    plan: list[Any], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
+) -> None:
+    """A replace resource that yielded nothing still empties its table, as in dlt; an
+    interval resource that yielded nothing for its window still empties the window."""
     for entry in plan:
         resource = entry.resource
-        if resource.write_disposition.disposition != "replace" or callable(resource.table_name):
+        empties = resource.write_disposition.disposition == "replace" or resource.name in windows
+        if not empties or callable(resource.table_name):
             continue
         name = normalize_table_name(str(resource.table_name))
         if name not in tables:
             hints = hints_for_manifest(resource.hints, entry.root_key, entry.max_table_nesting)
             tables[name] = ExtractedTable(name, resource.name, hints, 0)
+
+
+def _add_time_ranges(
+    plan: list[Any], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
+) -> None:
+    """Tell the loader which window each interval resource's tables replace."""
+    specs = {entry.resource.name: entry.resource.intervals for entry in schedule.walk(plan)}
+    for table in tables.values():
+        window = windows.get(table.resource)
+        spec = specs.get(table.resource)
+        if window is None or spec is None:
+            continue
+        table.hints["time_range"] = {
+            "column": normalize_column_path(spec.time_column),
+            "start": window.start.isoformat(),
+            "end": window.end.isoformat(),
+            "format": spec.time_column_format,
+        }
 
 
 def pipeline(

@@ -1,0 +1,244 @@
+"""Time intervals (SQLMesh's accounting of time) as a resource argument.
+
+``window=sl.sources.intervals("event_time", start="2024-01-01", cron="@daily")`` declares
+that a resource loads data by time. Time since ``start`` is cut into intervals at the
+cron's ticks (croniter); the pipeline keeps a ledger of processed intervals in the
+resource's state, works out which complete intervals are missing at the run's execution
+time, adds the last ``lookback`` ones again, splits them into batches of ``batch_size``
+intervals and calls the resource once per batch with the argument bound to that batch's
+window. Each batch is its own load package, so its rows and its ledger entry commit
+together.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pendulum
+from croniter import croniter
+
+from sparkload.exceptions import ResourceError
+
+UTC = datetime.timezone.utc
+LEDGER_KEY = "intervals"
+_TINY = datetime.timedelta(microseconds=1)
+
+
+def as_utc(value: Any, what: str) -> datetime.datetime:
+    """A datetime, date or ISO text as an aware UTC datetime (naive means UTC)."""
+    if isinstance(value, str):
+        parsed = pendulum.parse(value, tz="UTC")
+        if not isinstance(parsed, datetime.datetime):
+            if isinstance(parsed, datetime.date):
+                return datetime.datetime(parsed.year, parsed.month, parsed.day, tzinfo=UTC)
+            raise ResourceError(f"{what}: {value!r} is not a date or a datetime")
+        value = parsed
+    if isinstance(value, datetime.datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if isinstance(value, datetime.date):
+        return datetime.datetime(value.year, value.month, value.day, tzinfo=UTC)
+    raise ResourceError(f"{what}: expected a date, a datetime or ISO text, got {value!r}")
+
+
+def _plain(moment: datetime.datetime) -> datetime.datetime:
+    """A UTC datetime with the stdlib's timezone (pendulum's subclass does not survive
+    every consumer, Spark's literal conversion included)."""
+    return datetime.datetime(
+        moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second,
+        moment.microsecond, tzinfo=UTC,
+    )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """One batch: the half-open range [start, end) of the intervals it covers."""
+
+    start: datetime.datetime
+    end: datetime.datetime
+    # How many intervals of the grid it covers, and whether its last one is incomplete.
+    intervals: int = 1
+    partial: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start": self.start.isoformat(), "end": self.end.isoformat(), "partial": self.partial}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Window:
+        return cls(
+            datetime.datetime.fromisoformat(data["start"]),
+            datetime.datetime.fromisoformat(data["end"]),
+            partial=bool(data.get("partial")),
+        )
+
+
+class Intervals:
+    """The argument a resource declares; bound to one batch's window when it is called.
+
+    SQLMesh's macro values are there too: ``start_ds``/``end_ds`` are inclusive dates as
+    ``YYYY-MM-DD``, ``start_dt``/``end_dt`` inclusive datetimes (``end_dt`` is one
+    microsecond before ``end``).
+    """
+
+    def __init__(
+        self,
+        time_column: str,
+        start: Any,
+        cron: str = "@daily",
+        lookback: int = 0,
+        batch_size: int | None = None,
+        end: Any = None,
+        allow_partials: bool = False,
+        time_column_format: str | None = None,
+    ) -> None:
+        if not time_column:
+            raise ResourceError("intervals need a time_column")
+        if not croniter.is_valid(cron):
+            raise ResourceError(f"intervals: {cron!r} is not a cron expression")
+        if lookback < 0 or (batch_size is not None and batch_size < 1):
+            raise ResourceError("intervals: lookback must be >= 0 and batch_size >= 1")
+        self.time_column = time_column
+        self.start_value = as_utc(start, "intervals start")
+        self.cron = cron
+        self.lookback = lookback
+        self.batch_size = batch_size
+        self.end_value = as_utc(end, "intervals end") if end is not None else None
+        self.allow_partials = allow_partials
+        self.time_column_format = time_column_format
+        self.window: Window | None = None
+
+    # -- the bound window ---------------------------------------------------------------
+    def _bound(self) -> Window:
+        if self.window is None:
+            raise ResourceError(
+                "this intervals argument is not bound to a window: run the resource in a pipeline"
+            )
+        return self.window
+
+    @property
+    def start(self) -> datetime.datetime:
+        return self._bound().start
+
+    @property
+    def end(self) -> datetime.datetime:
+        return self._bound().end
+
+    @property
+    def start_dt(self) -> datetime.datetime:
+        return self.start
+
+    @property
+    def end_dt(self) -> datetime.datetime:
+        return self.end - _TINY
+
+    @property
+    def start_ds(self) -> str:
+        return self.start.date().isoformat()
+
+    @property
+    def end_ds(self) -> str:
+        return self.end_dt.date().isoformat()
+
+    def bound_to(self, window: Window) -> Intervals:
+        bound = copy.copy(self)
+        bound.window = window
+        return bound
+
+    def __repr__(self) -> str:
+        where = f" [{self.window.start.isoformat()}, {self.window.end.isoformat()})" if self.window else ""
+        return f"intervals({self.time_column!r}, cron={self.cron!r}){where}"
+
+    # -- the grid and the ledger ---------------------------------------------------------
+    def grid(self, execution_time: datetime.datetime) -> tuple[list[Window], Window | None]:
+        """The complete intervals from start up to ``execution_time`` (and ``end``), and
+        the incomplete one that ``execution_time`` falls in (None at a tick)."""
+        until = as_utc(execution_time, "execution_time")
+        if self.end_value is not None:
+            until = min(until, self.end_value)
+        # The interval holding ``start`` is the first: SQLMesh floors start to the cron.
+        tick = _plain(croniter(self.cron, self.start_value + _TINY).get_prev(datetime.datetime))
+        ticks = croniter(self.cron, tick)
+        complete: list[Window] = []
+        while True:
+            following = _plain(ticks.get_next(datetime.datetime))
+            if following > until:
+                partial = Window(tick, until, partial=True) if tick < until else None
+                return complete, partial
+            complete.append(Window(tick, following))
+            tick = following
+
+    def batches(self, execution_time: datetime.datetime, ledger: list[list[str]]) -> list[Window]:
+        """The windows this run processes: missing complete intervals plus ``lookback``
+        before them, contiguous runs cut into ``batch_size`` intervals; then the
+        incomplete interval if partials are allowed."""
+        complete, partial = self.grid(execution_time)
+        done = _parse_ledger(ledger)
+        missing = [i for i, window in enumerate(complete) if not _covered(window, done)]
+        chosen = sorted({j for i in missing for j in range(max(0, i - self.lookback), i + 1)})
+        windows: list[Window] = []
+        run: list[int] = []
+        for index in chosen:
+            if run and (index != run[-1] + 1 or (self.batch_size and len(run) == self.batch_size)):
+                windows.append(Window(complete[run[0]].start, complete[run[-1]].end, len(run)))
+                run = []
+            run.append(index)
+        if run:
+            windows.append(Window(complete[run[0]].start, complete[run[-1]].end, len(run)))
+        if self.allow_partials and partial is not None:
+            windows.append(partial)
+        return windows
+
+
+def record(ledger: list[list[str]], window: Window) -> list[list[str]]:
+    """The ledger with ``window`` added, as sorted, merged [start, end) ranges (ISO text).
+    A partial window is not recorded: its interval is processed again once complete."""
+    if window.partial:
+        return ledger
+    ranges = sorted([*_parse_ledger(ledger), (window.start, window.end)])
+    merged: list[tuple[datetime.datetime, datetime.datetime]] = []
+    for start, end in ranges:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return [[start.isoformat(), end.isoformat()] for start, end in merged]
+
+
+def _parse_ledger(ledger: list[list[str]]) -> list[tuple[datetime.datetime, datetime.datetime]]:
+    return [(datetime.datetime.fromisoformat(s), datetime.datetime.fromisoformat(e)) for s, e in ledger]
+
+
+def _covered(window: Window, done: list[tuple[datetime.datetime, datetime.datetime]]) -> bool:
+    return any(start <= window.start and window.end <= end for start, end in done)
+
+
+# -- finding and binding the argument ----------------------------------------------------------
+def declared_intervals(func: Callable[..., Any] | None) -> Intervals | None:
+    """The intervals a resource function declares as a default argument, if any."""
+    if func is None:
+        return None
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    found = [p.default for p in parameters if isinstance(p.default, Intervals)]
+    if len(found) > 1:
+        raise ResourceError(f"resource function '{func.__name__}' declares more than one intervals argument")
+    return found[0] if found else None
+
+
+def bind_intervals(arguments: dict[str, Any], parameters: Mapping[str, Any], window: Window | None) -> None:
+    """Put the intervals argument, bound to ``window``, among a call's ``arguments``."""
+    for name, param in parameters.items():
+        value = arguments.get(name, param.default)
+        if isinstance(value, Intervals):
+            if window is None:
+                raise ResourceError(
+                    f"argument '{name}' takes time intervals; the resource runs in a pipeline, "
+                    "which binds it to the windows it has not loaded yet"
+                )
+            arguments[name] = value.bound_to(window)

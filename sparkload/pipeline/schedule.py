@@ -1,0 +1,94 @@
+"""Which load packages a run makes: one, or one per batch of time intervals.
+
+A resource with an intervals argument is called once per batch of the intervals it has
+not loaded (see ``extract/intervals.py``), each batch in its own package so its rows and
+its ledger entry commit together and a crash mid-backfill resumes at the first batch not
+committed. Resources without intervals run once, in the first package.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from sparkload.extract.extractor import ExtractPlanItem
+from sparkload.extract.intervals import LEDGER_KEY, Window, record
+
+
+@dataclasses.dataclass
+class IntervalResource:
+    source: str
+    windows: list[Window]
+
+
+@dataclasses.dataclass
+class Batch:
+    plan: list[ExtractPlanItem]
+    # The window each interval resource in this package loads, by resource name.
+    windows: dict[str, Window]
+
+
+def walk(plan: list[ExtractPlanItem]) -> list[ExtractPlanItem]:
+    return [entry for root in plan for entry in [root, *walk(root.children)]]
+
+
+def resource_state_of(state: Mapping[str, Any], source: str, resource: str) -> Mapping[str, Any]:
+    return state.get("sources", {}).get(source, {}).get("resources", {}).get(resource, {})
+
+
+def interval_resources(
+    plan: list[ExtractPlanItem], state: Mapping[str, Any], execution_time: datetime.datetime
+) -> dict[str, IntervalResource]:
+    """The windows each interval resource of ``plan`` has to load at ``execution_time``."""
+    found = {}
+    for entry in walk(plan):
+        spec = entry.resource.intervals
+        if spec is None:
+            continue
+        ledger = resource_state_of(state, entry.source_name, entry.resource.name).get(LEDGER_KEY, [])
+        found[entry.resource.name] = IntervalResource(entry.source_name, spec.batches(execution_time, ledger))
+    return found
+
+
+def batches(
+    plan: list[ExtractPlanItem], state: Mapping[str, Any], execution_time: datetime.datetime
+) -> list[Batch]:
+    """The packages of one run, in order (none when every resource is up to date)."""
+    timed = interval_resources(plan, state, execution_time)
+    has_plain = any(entry.resource.intervals is None for entry in walk(plan))
+    count = max([len(r.windows) for r in timed.values()] + [1 if has_plain else 0])
+    result = []
+    for index in range(count):
+        windows = {name: r.windows[index] for name, r in timed.items() if index < len(r.windows)}
+        result.append(Batch(_select(plan, functools.partial(_runs, windows=windows, index=index)), windows))
+    return result
+
+
+def _runs(entry: ExtractPlanItem, windows: Mapping[str, Window], index: int) -> bool:
+    if entry.resource.intervals is not None:
+        return entry.resource.name in windows
+    return index == 0
+
+
+def _select(plan: list[ExtractPlanItem], keep: Any) -> list[ExtractPlanItem]:
+    """The entries ``keep`` accepts (a transformer is fed only by a parent that runs)."""
+    return [
+        dataclasses.replace(entry, children=_select(entry.children, keep)) for entry in plan if keep(entry)
+    ]
+
+
+def record_windows(state: dict[str, Any], batch: Batch, plan_sources: Mapping[str, str]) -> None:
+    """Add each window of ``batch`` to its resource's ledger in ``state``."""
+    for name, window in batch.windows.items():
+        resources = (
+            state.setdefault("sources", {}).setdefault(plan_sources[name], {}).setdefault("resources", {})
+        )
+        resource_state = resources.setdefault(name, {})
+        resource_state[LEDGER_KEY] = record(resource_state.get(LEDGER_KEY, []), window)
+
+
+def sources_by_resource(plan: list[ExtractPlanItem]) -> dict[str, str]:
+    return {entry.resource.name: entry.source_name for entry in walk(plan)}
