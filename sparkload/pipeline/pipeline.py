@@ -9,7 +9,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -21,8 +21,9 @@ from sparkload.load.loader import Loader
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.normalizer import TableNormalizer
-from sparkload.pipeline import current
+from sparkload.pipeline import current, pipeline_file, resource_tables
 from sparkload.pipeline import state as state_store
+from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
 from sparkload.pipeline.lock import RunLock
 from sparkload.pipeline.package import EXTRACT_MANIFEST, NORMALIZE_MANIFEST, LoadPackage, list_packages
@@ -90,6 +91,7 @@ class Pipeline:
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d%H%M%S%f")
             self.dataset_name = f"{dataset_name}_{stamp}"
         self.working_dir.mkdir(parents=True, exist_ok=True)
+        pipeline_file.write_pipeline_file(self.working_dir, destination.bucket_url, self.dataset_name)
         _last_pipeline[0] = self
 
     # -- properties ---------------------------------------------------------------------------
@@ -202,6 +204,7 @@ class Pipeline:
             for name, schema in inference.results().items():
                 tables[name].json_schema = schema
             _add_empty_replace_tables(plan, tables)
+            resource_tables.record(working_state, plan, tables.values())
             package.write(
                 EXTRACT_MANIFEST,
                 {
@@ -350,6 +353,16 @@ class Pipeline:
         shutil.rmtree(self.working_dir, ignore_errors=True)
         self.working_dir.mkdir(parents=True, exist_ok=True)
         self._state = None
+
+    @_locked
+    def drop_resources(
+        self, resources: Sequence[str] | None = None, *, state_only: bool = False
+    ) -> DropResult:
+        """Drop resources' tables and state (all resources when none are named), so the next
+        run loads them afresh; see ``sparkload.pipeline.drop``."""
+        result = drop_pipeline_resources(self, resources, state_only=state_only)
+        self._state = result.state
+        return result
 
     def _trace(self) -> PipelineTrace:
         if self.last_trace is None:
