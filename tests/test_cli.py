@@ -325,3 +325,13 @@ def test_a_table_two_resources_fill_stays_until_both_are_dropped(make_pipeline: 
     assert dropped.plan.tables == ["events", "events__tags"]
     assert not exists(pipeline, "events") and not exists(pipeline, "events__tags")
     assert pipeline.state["tables"] == {}
+
+
+def test_the_state_records_the_tables_a_resource_filled_and_no_others(make_pipeline: Any) -> None:
+    pipeline = make_pipeline(NAME)
+
+    pipeline.run(shop([], customers_rows=[]))
+    assert "tables" not in pipeline.state
+
+    pipeline.run(shop(ORDERS_FIRST, customers_rows=[]))
+    assert pipeline.state["tables"] == {"shop": {"orders": ["orders"]}}

@@ -27,8 +27,12 @@ ResourceKey = tuple[str, str]
 
 def record(state: dict[str, Any], plan: list[ExtractPlanItem], tables: Iterable[ExtractedTable]) -> None:
     """Add the root tables this extract filled to ``state``'s record, under their resources."""
-    filled = {table.name: table.resource for table in tables}
-    recorded = state.setdefault(TABLES_KEY, {})
+    # A table with no rows is not written, unless a replace empties it.
+    filled = {
+        table.name: table.resource
+        for table in tables
+        if table.rows or table.hints["write_disposition"]["disposition"] == "replace"
+    }
     for entry in _walk(plan):
         resource = entry.resource
         # An extracted table names the first resource that wrote to it; a table that several
@@ -39,7 +43,8 @@ def record(state: dict[str, Any], plan: list[ExtractPlanItem], tables: Iterable[
             static = normalize_table_name(str(resource.table_name))
             if static in filled:
                 names.add(static)
-        if names:
+        if names:  # nothing is added when nothing was filled: the state stays as it was
+            recorded = state.setdefault(TABLES_KEY, {})
             known = recorded.setdefault(entry.source_name, {}).setdefault(resource.name, [])
             known[:] = sorted(set(known) | names)
 
