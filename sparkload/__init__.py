@@ -7,6 +7,7 @@ from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
 from sparkload.pipeline import current
+from sparkload.pipeline.attach import attach
 from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.pipeline import Pipeline, pipeline
 
@@ -21,6 +22,7 @@ __all__ = [
     "Pipeline",
     "Resource",
     "Source",
+    "attach",
     "config",
     "current",
     "destinations",

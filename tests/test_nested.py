@@ -48,6 +48,11 @@ def columns(pipeline: sl.Pipeline, table: str) -> dict[str, Any]:
     return {f.name: f.type for f in schema.fields if not f.name.startswith("_sparkload")}
 
 
+def user_tables(pipeline: sl.Pipeline) -> list[str]:
+    """The dataset's tables without sparkload's own (the pipeline state)."""
+    return [name for name in list_tables(pipeline.dataset_uri) if not name.startswith("_sparkload")]
+
+
 def user_row(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if not k.startswith("_sparkload")}
 
@@ -69,7 +74,7 @@ def test_nested_dicts_flatten_to_double_underscore_paths(pipeline: sl.Pipeline) 
             {"id": 1, "a__b__c__d": 1, "a__x": "y"},
             {"id": 2, "a__b__c__d": 2, "a__x": "z"},
         ]
-    assert list_tables(pipeline.dataset_uri) == ["deep"]
+    assert user_tables(pipeline) == ["deep"]
 
 
 def _with_source_root_key() -> Any:
@@ -95,7 +100,7 @@ def test_lists_become_nested_tables_linked_to_parent_and_root(pipeline: sl.Pipel
         "orders__items__parts": 3,
         "orders__items__codes": 4,
     }
-    assert list_tables(pipeline.dataset_uri) == sorted(info.row_counts)
+    assert user_tables(pipeline) == sorted(info.row_counts)
     assert set(columns(pipeline, "orders")) == {
         "id",
         "customer__name",
@@ -172,7 +177,7 @@ def test_max_table_nesting_0_keeps_dicts_and_lists_as_native_columns(pipeline: s
     info = pipeline.run(resource)
 
     assert info.row_counts == {"deep": 1}
-    assert list_tables(pipeline.dataset_uri) == ["deep"]
+    assert user_tables(pipeline) == ["deep"]
     types = columns(pipeline, "deep")
     assert set(types) == {"id", "a", "tags", "items"}
     assert isinstance(types["a"], StructType)
@@ -202,7 +207,7 @@ def test_max_table_nesting_1_flattens_one_level_and_keeps_deeper_values_native(
     info = pipeline.run(data)
 
     assert info.row_counts == {"deep": 1, "deep__tags": 2, "deep__items": 1}
-    assert list_tables(pipeline.dataset_uri) == ["deep", "deep__items", "deep__tags"]
+    assert user_tables(pipeline) == ["deep", "deep__items", "deep__tags"]
     root = columns(pipeline, "deep")
     assert set(root) == {"id", "a__b", "a__x"}
     assert isinstance(root["a__b"], StructType) and isinstance(root["a__x"], PrimitiveType)

@@ -10,7 +10,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -31,8 +31,9 @@ from sparkload.load.table import DeltaTable
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.naming import normalize_table_name
 from sparkload.normalize.normalizer import TableNormalizer
-from sparkload.pipeline import current, schedule
+from sparkload.pipeline import current, pipeline_file, resource_tables, schedule
 from sparkload.pipeline import state as state_store
+from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
 from sparkload.pipeline.lock import OvertakenPackageError, RunLock, check_not_overtaken
 from sparkload.pipeline.package import (
@@ -109,6 +110,7 @@ class Pipeline:
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d%H%M%S%f")
             self.dataset_name = f"{dataset_name}_{stamp}"
         self.working_dir.mkdir(parents=True, exist_ok=True)
+        pipeline_file.write_pipeline_file(self.working_dir, destination.bucket_url, self.dataset_name)
         _last_pipeline[0] = self
 
     # -- properties ---------------------------------------------------------------------------
@@ -273,6 +275,7 @@ class Pipeline:
             _add_empty_replace_tables(batch.plan, tables, batch.windows)
             _add_time_ranges(batch.plan, tables, batch.windows)
             schedule.record_windows(working_state, batch, schedule.sources_by_resource(plan))
+            resource_tables.record(working_state, batch.plan, tables.values())
             package.write(
                 EXTRACT_MANIFEST,
                 {
@@ -464,6 +467,16 @@ class Pipeline:
         shutil.rmtree(self.working_dir, ignore_errors=True)
         self.working_dir.mkdir(parents=True, exist_ok=True)
         self._state = None
+
+    @_locked
+    def drop_resources(
+        self, resources: Sequence[str] | None = None, *, state_only: bool = False
+    ) -> DropResult:
+        """Drop resources' tables and state (all resources when none are named), so the next
+        run loads them afresh; see ``sparkload.pipeline.drop``."""
+        result = drop_pipeline_resources(self, resources, state_only=state_only)
+        self._state = result.state
+        return result
 
     def _trace(self) -> PipelineTrace:
         if self.last_trace is None:

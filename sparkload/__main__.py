@@ -1,0 +1,5 @@
+"""``python -m sparkload``: the ``sparkload`` command line."""
+
+from sparkload.cli import main
+
+raise SystemExit(main())

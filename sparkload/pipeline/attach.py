@@ -1,0 +1,37 @@
+"""Attach to an existing pipeline by name (dlt's ``dlt.attach``), as the command line does."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sparkload.exceptions import SparkloadError
+from sparkload.pipeline.pipeline import Pipeline, _default_pipelines_dir, pipeline
+from sparkload.pipeline.pipeline_file import PIPELINE_FILE, read_pipeline_file
+
+
+def attach(
+    pipeline_name: str,
+    pipelines_dir: str | os.PathLike[str] | None = None,
+    destination: str | os.PathLike[str] | None = None,
+    dataset_name: str | None = None,
+) -> Pipeline:
+    """The pipeline ``pipeline_name`` as its working directory's ``pipeline.json`` describes
+    it. ``destination`` and ``dataset_name`` override that file, and are needed where the
+    working directory has none; the state then comes from the destination."""
+    directory = Path(pipelines_dir) if pipelines_dir is not None else _default_pipelines_dir()
+    # Read before making the Pipeline: making it writes the file.
+    recorded = read_pipeline_file(directory / pipeline_name)
+    if destination is None:
+        if recorded is None:
+            raise SparkloadError(
+                f"pipeline '{pipeline_name}' has no {PIPELINE_FILE} in {directory / pipeline_name}: "
+                "give the pipelines directory it ran with (--pipelines-dir), or its destination "
+                "and dataset (--destination, --dataset)"
+            )
+        destination = recorded.destination_url
+    if dataset_name is None and recorded is not None:
+        dataset_name = recorded.dataset_name
+    return pipeline(
+        pipeline_name, destination=destination, dataset_name=dataset_name, pipelines_dir=directory
+    )

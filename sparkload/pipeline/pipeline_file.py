@@ -1,0 +1,48 @@
+"""``pipeline.json`` in a pipeline's working directory: where the pipeline loads to.
+
+Written whenever a pipeline is made, so that ``sparkload pipeline <name> ...`` can attach
+to it by name alone, as dlt's command line attaches to a pipeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from pathlib import Path
+
+import orjson
+
+PIPELINE_FILE = "pipeline.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineFile:
+    destination_url: str
+    dataset_name: str
+
+
+def write_pipeline_file(working_dir: Path, destination_url: str, dataset_name: str) -> None:
+    """Write ``pipeline.json`` atomically: a reader sees the old file or the new one."""
+    working_dir.mkdir(parents=True, exist_ok=True)
+    content = orjson.dumps(
+        {"destination_url": destination_url, "dataset_name": dataset_name}, option=orjson.OPT_INDENT_2
+    )
+    # A file of its own per writer: two processes making the same pipeline at once must not
+    # rename each other's half-written file.
+    handle, partial = tempfile.mkstemp(dir=working_dir, prefix=f".{PIPELINE_FILE}.", suffix=".partial")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(content)
+        os.replace(partial, working_dir / PIPELINE_FILE)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+
+
+def read_pipeline_file(working_dir: Path) -> PipelineFile | None:
+    path = working_dir / PIPELINE_FILE
+    if not path.exists():
+        return None
+    content = orjson.loads(path.read_bytes())
+    return PipelineFile(str(content["destination_url"]), str(content["dataset_name"]))
