@@ -39,6 +39,10 @@ class SchemaConflictError(SparkloadError):
     """A write does not match the destination table's schema; nothing was committed."""
 
 
+class DestructiveChangeError(SchemaConflictError):
+    """A load would change a table destructively and its policy is ``error``."""
+
+
 class LoadError(SparkloadError):
     """Loading into the destination failed; tables committed before it are listed."""
 

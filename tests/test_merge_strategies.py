@@ -1202,7 +1202,9 @@ def test_new_column_in_a_later_merge_load_evolves_the_table(pipeline: sl.Pipelin
 
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
-def test_value_of_a_conflicting_type_lands_in_a_variant_column(pipeline: sl.Pipeline, strategy: str) -> None:
+def test_value_of_a_conflicting_type_lands_in_a_variant_column(make_pipeline: Any, strategy: str) -> None:
+    """With destructive changes allowed, the variant-column rule applies to every strategy."""
+    pipeline = make_pipeline(on_destructive_change="allow")
     hints = strategy_hints(strategy)
     load(pipeline, [{"id": 1, "v": 10}, {"id": 2, "v": 20}], **hints, execution_time=T1)
 

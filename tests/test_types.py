@@ -249,7 +249,7 @@ def test_variant_columns_across_loads_lose_no_value(make_pipeline: Any, disposit
     ``v__v_double`` (the engine alone would store NULL and 2). With merge each load also
     re-sends an earlier row unchanged, so the merge has a destination row to match (see the
     insert-only merge test in test_load_dispositions.py)."""
-    pipeline = make_pipeline()
+    pipeline = make_pipeline(on_destructive_change="warn")
     merge = disposition == "merge"
 
     def run(rows: list[dict[str, Any]]) -> None:
@@ -403,7 +403,7 @@ def test_text_hint_against_existing_bigint_column_goes_to_variant(
     happens (asserted): the destination's type wins, "text" goes to ``v__v_text``, the
     old value stays, nothing is cast. (With merge, row 1 is re-sent so the merge has a
     destination row to match.)"""
-    pipeline = make_pipeline()
+    pipeline = make_pipeline(on_destructive_change="warn")
     pipeline.run(
         [{"id": 1, "v": 1}],
         table_name="guard",
@@ -448,9 +448,10 @@ def test_decimal_with_more_digits_than_the_column_is_not_rounded(pipeline: sl.Pi
 
 
 @pytest.mark.parametrize("disposition", ["append", "merge"])
-def test_existing_column_type_wins_when_a_load_mixes_types(pipeline: sl.Pipeline, disposition: str) -> None:
+def test_existing_column_type_wins_when_a_load_mixes_types(make_pipeline: Any, disposition: str) -> None:
     """The first value of the load is text, but ``v`` is a bigint column in the table: the
     ints keep landing in ``v`` and only the text goes to the variant column."""
+    pipeline = make_pipeline(on_destructive_change="warn")
     pipeline.run([{"id": 1, "v": 1}], table_name="t", primary_key="id", write_disposition=disposition)
 
     pipeline.run(

@@ -29,6 +29,7 @@ def resource(
     max_table_nesting: int | None = None,
     selected: bool = True,
     parallelized: bool = False,
+    on_destructive_change: str | None = None,
     **_ignored: Any,
 ) -> Any:
     """Make a resource of a generator function (as a decorator) or of data (called)."""
@@ -40,7 +41,9 @@ def resource(
         disposition = write_disposition
         if disposition is None and declared_intervals(target if callable(target) else None) is not None:
             disposition = TIME_RANGE  # SQLMesh's INCREMENTAL_BY_TIME_RANGE
-        hints = TableHints.build(table_name, disposition, primary_key, merge_key, columns, max_table_nesting)
+        hints = TableHints.build(
+            table_name, disposition, primary_key, merge_key, columns, max_table_nesting, on_destructive_change
+        )
         made = Resource(resource_name, target, hints, selected=selected, parallelized=parallelized)
         if callable(target):
             functools.update_wrapper(made, target)
@@ -64,6 +67,7 @@ def transformer(
     max_table_nesting: int | None = None,
     selected: bool = True,
     parallelized: bool = False,
+    on_destructive_change: str | None = None,
 ) -> Any:
     """A resource fed by another resource's items: ``fn(item, *args)`` yields new items."""
 
@@ -79,6 +83,7 @@ def transformer(
             max_table_nesting=max_table_nesting,
             selected=selected,
             parallelized=parallelized,
+            on_destructive_change=on_destructive_change,
         )
         made._data_from = data_from
         return made

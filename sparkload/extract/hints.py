@@ -49,6 +49,8 @@ COLUMN_NAME_OPTIONS = (
     "valid_to_name",
 )
 # Column hints sparkload understands; others are kept and ignored, as dlt does.
+# What a load does when it would change a table destructively (SQLMesh's setting).
+DESTRUCTIVE_CHANGE_POLICIES = ("error", "warn", "allow")
 DATA_TYPES = ("text", "bigint", "double", "bool", "decimal", "date", "timestamp", "binary", "time", "json")
 
 
@@ -105,6 +107,14 @@ class WriteDisposition:
         return out
 
 
+def destructive_change_policy(value: str | None) -> str | None:
+    if value is not None and value not in DESTRUCTIVE_CHANGE_POLICIES:
+        raise ResourceError(
+            f"on_destructive_change must be one of {', '.join(DESTRUCTIVE_CHANGE_POLICIES)}, got {value!r}"
+        )
+    return value
+
+
 def as_key(value: TKey | None) -> tuple[str, ...]:
     """A key hint as a tuple of column names (``"id"`` → ``("id",)``)."""
     if value is None:
@@ -150,6 +160,8 @@ class TableHints:
     merge_key: tuple[str, ...] = ()
     columns: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     max_table_nesting: int | None = None
+    # None: the pipeline's default applies.
+    on_destructive_change: str | None = None
 
     @classmethod
     def build(
@@ -160,6 +172,7 @@ class TableHints:
         merge_key: TKey | None = None,
         columns: Any = None,
         max_table_nesting: int | None = None,
+        on_destructive_change: str | None = None,
     ) -> TableHints:
         return cls(
             table_name=table_name,
@@ -168,6 +181,7 @@ class TableHints:
             merge_key=as_key(merge_key),
             columns=parse_columns(columns),
             max_table_nesting=max_table_nesting,
+            on_destructive_change=destructive_change_policy(on_destructive_change),
         )
 
     def merge(self, **changes: Any) -> TableHints:
@@ -189,6 +203,9 @@ class TableHints:
             current = dataclasses.replace(current, columns=merged)
         if changes.get("max_table_nesting") is not None:
             current = dataclasses.replace(current, max_table_nesting=changes["max_table_nesting"])
+        if changes.get("on_destructive_change") is not None:
+            policy = destructive_change_policy(changes["on_destructive_change"])
+            current = dataclasses.replace(current, on_destructive_change=policy)
         return current
 
     def column_names_with(self, hint: str) -> tuple[str, ...]:

@@ -78,6 +78,7 @@ class Resource:
         merge_key: Any = None,
         columns: Any = None,
         max_table_nesting: int | None = None,
+        on_destructive_change: str | None = None,
     ) -> Resource:
         """Change the hints in place (None leaves a hint as it is); returns the resource."""
         self.hints = self.hints.merge(
@@ -87,6 +88,7 @@ class Resource:
             merge_key=merge_key,
             columns=columns,
             max_table_nesting=max_table_nesting,
+            on_destructive_change=on_destructive_change,
         )
         return self
 

@@ -10,13 +10,13 @@ import dataclasses
 import datetime
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sparkload.load import dispositions, keyed_merge, scd2, time_range
+from sparkload.load import destructive, dispositions, keyed_merge, scd2, time_range
 from sparkload.load.commits import TableCommit
 from sparkload.load.delta_log import list_tables
 from sparkload.load.fixed_frames import FixedFrames
@@ -63,8 +63,14 @@ class Loader:
         dataset_uri: str,
         package: LoadPackage,
         on_table: Callable[[str], None] | None = None,
+        on_destructive_change: str = destructive.DEFAULT_POLICY,
+        recorded_keys: Mapping[str, Any] | None = None,
     ) -> None:
+        """``on_destructive_change`` applies to tables whose resource sets none;
+        ``recorded_keys`` are the keys each table was last loaded with (from the state)."""
         self.spark = spark
+        self.on_destructive_change = on_destructive_change
+        self.recorded_keys = recorded_keys or {}
         self.dataset_uri = dataset_uri
         self.package = package
         self.load_id = package.load_id
@@ -82,6 +88,7 @@ class Loader:
     def load(self) -> list[TableLoad]:
         """Commit every table. All commits are prepared and checked against the tables'
         schemas first, so a load refused for a schema conflict changes no table."""
+        self.notes += self._check_destructive_changes()
         commits: list[TableCommit] = []
         for root, hints in self.hints.items():
             family = [t for t in self.tables if t.root == root]
@@ -89,6 +96,25 @@ class Loader:
         for commit in commits:
             self._commit(commit)
         return [TableLoad(**entry) for entry in self.done.values()]
+
+    def _check_destructive_changes(self) -> list[str]:
+        """Refuse (or note) destructive changes against the tables as they are now."""
+        changes: list[destructive.DestructiveChange] = []
+        policy_of: dict[str, str] = {}
+        for root, hints in self.hints.items():
+            disposition = hints["write_disposition"]["disposition"]
+            family = [t for t in self.tables if t.root == root]
+            for table in family:
+                policy_of[table.name] = hints.get("on_destructive_change") or self.on_destructive_change
+            policy_of.setdefault(root, hints.get("on_destructive_change") or self.on_destructive_change)
+            if disposition == "replace":
+                continue  # the table is rebuilt from this load: nothing of it is destroyed
+            for table in family:
+                schema = DeltaTable(self.spark, self.dataset_uri, table.name).schema()
+                changes += destructive.variant_changes(table, schema)
+            if disposition == "merge":
+                changes += destructive.key_changes(root, hints, self.recorded_keys.get(root))
+        return destructive.enforce(changes, policy_of)
 
     # -- one root table and its nested tables ---------------------------------------------
     def _prepare_family(

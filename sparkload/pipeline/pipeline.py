@@ -10,7 +10,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -24,7 +24,9 @@ from sparkload.extract.extractor import (
     hints_for_manifest,
     normalize_column_path,
 )
+from sparkload.extract.hints import destructive_change_policy
 from sparkload.extract.intervals import Window
+from sparkload.load import destructive
 from sparkload.load.folder import Folder
 from sparkload.load.loader import Loader
 from sparkload.load.table import DeltaTable
@@ -91,8 +93,11 @@ class Pipeline:
         dev_mode: bool = False,
         spark: Any = None,
         progress: str | None = None,
+        on_destructive_change: str = destructive.DEFAULT_POLICY,
     ) -> None:
         self.pipeline_name = pipeline_name
+        # For resources that set no on_destructive_change of their own.
+        self.on_destructive_change = destructive_change_policy(on_destructive_change) or "error"
         self.destination = destination
         self.dev_mode = dev_mode
         self.dataset_name = dataset_name
@@ -276,6 +281,7 @@ class Pipeline:
             _add_time_ranges(batch.plan, tables, batch.windows)
             schedule.record_windows(working_state, batch, schedule.sources_by_resource(plan))
             resource_tables.record(working_state, batch.plan, tables.values())
+            _record_keys(working_state, tables.values())
             package.write(
                 EXTRACT_MANIFEST,
                 {
@@ -381,7 +387,14 @@ class Pipeline:
                 normalized = package.read(NORMALIZE_MANIFEST)
                 if not package.has(LOADED_MANIFEST):
                     self._claim(package, normalized["base_version"])
-                loader = Loader(self.spark, self.dataset_uri, package, on_table=self.progress.table)
+                loader = Loader(
+                    self.spark,
+                    self.dataset_uri,
+                    package,
+                    on_table=self.progress.table,
+                    on_destructive_change=self.on_destructive_change,
+                    recorded_keys=self.state.get(destructive.KEYS_STATE),
+                )
                 loads = loader.load()
                 new_state = state_store.loads_state(normalized["state"])
                 if new_state.get("_state_version", 0) > self.state.get("_state_version", 0):
@@ -503,6 +516,13 @@ def _add_empty_replace_tables(
             tables[name] = ExtractedTable(name, resource.name, hints, 0)
 
 
+def _record_keys(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> None:
+    """Remember the keys each merged table is loaded with: changing them is destructive."""
+    for table in tables:
+        if table.rows and table.hints["write_disposition"]["disposition"] == "merge":
+            state.setdefault(destructive.KEYS_STATE, {})[table.name] = destructive.keys_of(table.hints)
+
+
 def _add_time_ranges(
     plan: list[Any], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
 ) -> None:
@@ -529,6 +549,7 @@ def pipeline(
     dev_mode: bool = False,
     spark: Any = None,
     progress: str | None = None,
+    on_destructive_change: str = "error",
     **_ignored: Any,
 ) -> Pipeline:
     """Make a pipeline (dlt's ``dlt.pipeline``) that loads into Delta Lake tables."""
@@ -547,4 +568,5 @@ def pipeline(
         dev_mode=dev_mode,
         spark=spark,
         progress=progress,
+        on_destructive_change=on_destructive_change,
     )

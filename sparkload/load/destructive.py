@@ -1,0 +1,100 @@
+"""Destructive schema changes (SQLMesh's ``on_destructive_change``), found before any commit.
+
+Destructive, for a table that is appended to or merged into:
+- a column's values no longer fit its type, so this load would open a variant column for
+  it (``age__v_text`` beside a bigint ``age``): the column's type changes for new rows;
+- a primary or merge key different from the one the table was last loaded with.
+
+Additive changes always proceed: new columns, and values that widen into the existing
+column (ints into a bigint or double column). A replace rebuilds its table, so nothing of
+it is destroyed. Partitioning cannot change: sparkload writes no partitioned tables.
+
+The policy is ``error`` (the default: stop before any commit), ``warn`` or ``allow``
+(proceed by the variant-column rule); both of the latter say so in the LoadInfo notes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pyspark.sql import types as T
+
+from sparkload.exceptions import DestructiveChangeError
+from sparkload.extract.hints import DATA_TYPES
+from sparkload.normalize.normalizer import NormalizedTable
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_POLICY = "error"
+KEYS_STATE = "keys"  # state["keys"][<table>] = {"primary_key": [...], "merge_key": [...]}
+_VARIANT_MARK = "__v_"
+_KEY_HINTS = ("primary_key", "merge_key")
+
+
+@dataclasses.dataclass(frozen=True)
+class DestructiveChange:
+    table: str
+    description: str
+
+
+def variant_changes(table: NormalizedTable, destination: T.StructType | None) -> list[DestructiveChange]:
+    """Columns of ``destination`` for which this load opens a new variant column."""
+    if destination is None:
+        return []
+    existing = {field.name: field.dataType for field in destination.fields}
+    changes = []
+    for spec in table.columns:
+        base, mark, data_type = spec.name.rpartition(_VARIANT_MARK)
+        if mark and data_type in DATA_TYPES and base in existing and spec.name not in existing:
+            changes.append(
+                DestructiveChange(
+                    table.name,
+                    f"column '{base}' changes type from {existing[base].simpleString()} to {data_type} "
+                    f"(its {data_type} values would go to a new variant column '{spec.name}')",
+                )
+            )
+    return changes
+
+
+def key_changes(
+    table: str, hints: Mapping[str, Any], recorded: Mapping[str, Any] | None
+) -> list[DestructiveChange]:
+    """Keys that differ from those the table was loaded with (adding keys is additive)."""
+    if not recorded:
+        return []
+    changes = []
+    for hint in _KEY_HINTS:
+        old, new = list(recorded.get(hint) or []), list(hints.get(hint) or [])
+        if old and new and old != new:
+            changes.append(DestructiveChange(table, f"{hint.replace('_', ' ')} changes from {old} to {new}"))
+    return changes
+
+
+def keys_of(hints: Mapping[str, Any]) -> dict[str, list[str]]:
+    return {hint: list(hints.get(hint) or []) for hint in _KEY_HINTS}
+
+
+def enforce(changes: Iterable[DestructiveChange], policy_of: Mapping[str, str]) -> list[str]:
+    """Raise for a change whose table's policy is ``error``; notes for the others."""
+    notes = []
+    refused = []
+    for change in changes:
+        policy = policy_of.get(change.table, DEFAULT_POLICY)
+        message = f"table '{change.table}': {change.description}"
+        if policy == "error":
+            refused.append(message)
+        else:
+            if policy == "warn":
+                logger.warning("destructive change allowed: %s", message)
+            notes.append(f"{message}; allowed by on_destructive_change='{policy}'")
+    if refused:
+        raise DestructiveChangeError(
+            "destructive change, nothing was written: "
+            + "; ".join(refused)
+            + ". Set on_destructive_change='warn' or 'allow' on the resource (then drop the "
+            "pending package and run again) or on the pipeline to accept it"
+        )
+    return notes
