@@ -30,6 +30,8 @@ def resource(
     selected: bool = True,
     parallelized: bool = False,
     on_destructive_change: str | None = None,
+    tags: Any = (),
+    disable_restatement: bool | None = None,
     **_ignored: Any,
 ) -> Any:
     """Make a resource of a generator function (as a decorator) or of data (called)."""
@@ -44,7 +46,15 @@ def resource(
         hints = TableHints.build(
             table_name, disposition, primary_key, merge_key, columns, max_table_nesting, on_destructive_change
         )
-        made = Resource(resource_name, target, hints, selected=selected, parallelized=parallelized)
+        made = Resource(
+            resource_name,
+            target,
+            hints,
+            selected=selected,
+            parallelized=parallelized,
+            tags=(tags,) if isinstance(tags, str) else tuple(tags),
+            disable_restatement=disable_restatement,
+        )
         if callable(target):
             functools.update_wrapper(made, target)
         return made
@@ -68,6 +78,8 @@ def transformer(
     selected: bool = True,
     parallelized: bool = False,
     on_destructive_change: str | None = None,
+    tags: Any = (),
+    disable_restatement: bool | None = None,
 ) -> Any:
     """A resource fed by another resource's items: ``fn(item, *args)`` yields new items."""
 
@@ -84,6 +96,8 @@ def transformer(
             selected=selected,
             parallelized=parallelized,
             on_destructive_change=on_destructive_change,
+            tags=tags,
+            disable_restatement=disable_restatement,
         )
         made._data_from = data_from
         return made

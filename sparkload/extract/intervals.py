@@ -208,6 +208,16 @@ def record(ledger: list[list[str]], window: Window) -> list[list[str]]:
     return [[start.isoformat(), end.isoformat()] for start, end in merged]
 
 
+def without(ledger: list[list[str]], start: datetime.datetime, end: datetime.datetime) -> list[list[str]]:
+    """The ledger with [start, end) taken out: those intervals count as not processed."""
+    kept = []
+    for low, high in _parse_ledger(ledger):
+        for piece in ((low, min(high, start)), (max(low, end), high)):
+            if piece[0] < piece[1]:
+                kept.append([piece[0].isoformat(), piece[1].isoformat()])
+    return kept
+
+
 def _parse_ledger(ledger: list[list[str]]) -> list[tuple[datetime.datetime, datetime.datetime]]:
     return [(datetime.datetime.fromisoformat(s), datetime.datetime.fromisoformat(e)) for s, e in ledger]
 

@@ -36,8 +36,14 @@ class Resource:
         parallelized: bool = False,
         data_from: Resource | None = None,
         section: str | None = None,
+        tags: tuple[str, ...] = (),
+        disable_restatement: bool | None = None,
     ) -> None:
         self.name = name
+        # SQLMesh's model tags (restatement selects by them) and its refusal of restatement
+        # (None: refuse for scd2 only, whose history a full refresh would lose).
+        self.tags = tags
+        self.disable_restatement = disable_restatement
         self.hints = hints
         self.selected = selected
         self.parallelized = parallelized

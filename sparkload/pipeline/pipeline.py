@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 from sparkload import destinations
 from sparkload.engine import resolve_spark
-from sparkload.exceptions import NormalizeError, PipelineStepFailed, SparkloadError
+from sparkload.exceptions import NormalizeError, PipelineStepFailed, ResourceError, SparkloadError
 from sparkload.extract.extractor import (
     ExtractedTable,
     Extractor,
@@ -33,7 +33,7 @@ from sparkload.load.table import DeltaTable
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.naming import normalize_table_name
 from sparkload.normalize.normalizer import TableNormalizer
-from sparkload.pipeline import current, pipeline_file, resource_tables, schedule
+from sparkload.pipeline import current, pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
@@ -179,13 +179,22 @@ class Pipeline:
         merge_key: Any = None,
         columns: Any = None,
         execution_time: datetime.datetime | None = None,
+        restate: Sequence[str] | None = None,
+        start: Any = None,
+        end: Any = None,
     ) -> LoadInfo:
         """Extract, normalize and load ``data``.
 
         If an earlier run left a package unfinished (a crash, a refused load), this run
         finishes that package instead and does not extract ``data``, as dlt's does: a run
         repeated after a crash then loads what the interrupted run would have loaded, once.
+
+        ``restate`` (resource names, globs, ``tag:<glob>``) reprocesses [``start``, ``end``)
+        for those resources and the transformers reading from them (see
+        ``pipeline/restatement.py``).
         """
+        if (start is not None or end is not None) and not restate:
+            raise PipelineStepFailed("extract", None, ResourceError("start= and end= go with restate="))
         self.last_trace = PipelineTrace(self.pipeline_name)
         if self.has_pending_data():
             self.normalize()
@@ -207,12 +216,13 @@ class Pipeline:
             "merge_key": merge_key,
             "columns": columns,
         }
-        plan, batches = self._schedule(data, table_name, hint_changes, clock)
+        plan, batches, notes = self._schedule(data, table_name, hint_changes, clock, restate, start, end)
         # Batch by batch, so a long backfill commits as it goes and resumes where it stopped.
         for batch in batches:
             self._extract_batch(plan, batch, clock)
             self.normalize()
             info = self.load()
+        info.notes[:0] = notes
         return info
 
     @_locked
@@ -236,7 +246,7 @@ class Pipeline:
             "merge_key": merge_key,
             "columns": columns,
         }
-        plan, batches = self._schedule(data, table_name, hint_changes, clock)
+        plan, batches, _ = self._schedule(data, table_name, hint_changes, clock)
         load_id = None
         for batch in batches:
             load_id = self._extract_batch(plan, batch, clock)
@@ -248,11 +258,21 @@ class Pipeline:
         table_name: str | None,
         hint_changes: dict[str, Any],
         clock: datetime.datetime,
-    ) -> tuple[list[ExtractPlanItem], list[schedule.Batch]]:
-        """The resources to extract and the packages to extract them into."""
+        restate: Sequence[str] | None = None,
+        start: Any = None,
+        end: Any = None,
+    ) -> tuple[list[ExtractPlanItem], list[schedule.Batch], list[str]]:
+        """The resources to extract, the packages to extract them into, and notes."""
         try:
             plan = build_plan(data, self.pipeline_name, table_name, hint_changes)
-            return plan, schedule.batches(plan, self._extract_base(), clock)
+            counted_from = self._extract_base()
+            notes: list[str] = []
+            if restate:
+                restated = restatement.restate(plan, restate, start, end, counted_from, clock)
+                plan, counted_from, notes = restated.plan, restated.state, restated.notes
+                for note in notes:
+                    logger.warning(note)
+            return plan, schedule.batches(plan, counted_from, clock), notes
         except Exception as exc:
             raise PipelineStepFailed("extract", None, exc) from exc
 
