@@ -40,6 +40,12 @@ class DestructiveChange:
     description: str
 
 
+def split_variant(column: str) -> tuple[str, str] | None:
+    """``("age", "text")`` for a variant column ``age__v_text``; None for other columns."""
+    base, mark, data_type = column.rpartition(_VARIANT_MARK)
+    return (base, data_type) if mark and base and data_type in DATA_TYPES else None
+
+
 def variant_changes(table: NormalizedTable, destination: T.StructType | None) -> list[DestructiveChange]:
     """Columns of ``destination`` for which this load opens a new variant column."""
     if destination is None:
@@ -47,8 +53,11 @@ def variant_changes(table: NormalizedTable, destination: T.StructType | None) ->
     existing = {field.name: field.dataType for field in destination.fields}
     changes = []
     for spec in table.columns:
-        base, mark, data_type = spec.name.rpartition(_VARIANT_MARK)
-        if mark and data_type in DATA_TYPES and base in existing and spec.name not in existing:
+        variant = split_variant(spec.name)
+        if variant is None:
+            continue
+        base, data_type = variant
+        if base in existing and spec.name not in existing:
             changes.append(
                 DestructiveChange(
                     table.name,

@@ -32,10 +32,11 @@ from sparkload.load.loader import Loader
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.naming import normalize_table_name
-from sparkload.normalize.normalizer import TableNormalizer
+from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
 from sparkload.pipeline import current, pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
+from sparkload.pipeline.extract_plan import build_plan
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
 from sparkload.pipeline.lock import OvertakenPackageError, RunLock, check_not_overtaken
 from sparkload.pipeline.package import (
@@ -46,7 +47,7 @@ from sparkload.pipeline.package import (
     list_packages,
     staging_folder,
 )
-from sparkload.pipeline.plan import build_plan
+from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import Progress
 from sparkload.pipeline.trace import PipelineTrace
 
@@ -216,14 +217,58 @@ class Pipeline:
             "merge_key": merge_key,
             "columns": columns,
         }
-        plan, batches, notes = self._schedule(data, table_name, hint_changes, clock, restate, start, end)
+        scheduled = self._schedule(data, table_name, hint_changes, clock, restate, start, end)
         # Batch by batch, so a long backfill commits as it goes and resumes where it stopped.
-        for batch in batches:
-            self._extract_batch(plan, batch, clock)
+        for batch in scheduled.batches:
+            self._extract_batch(scheduled.plan, batch, clock)
             self.normalize()
             info = self.load()
-        info.notes[:0] = notes
+        info.notes[:0] = scheduled.notes
         return info
+
+    @_locked
+    def plan(
+        self,
+        data: Any,
+        *,
+        table_name: str | None = None,
+        write_disposition: Any = None,
+        primary_key: Any = None,
+        merge_key: Any = None,
+        columns: Any = None,
+        execution_time: datetime.datetime | None = None,
+        restate: Sequence[str] | None = None,
+        start: Any = None,
+        end: Any = None,
+        extract: bool = False,
+    ) -> Plan:
+        """What ``run()`` with these arguments would do, computed without writing to the
+        destination; ``plan.apply()`` does exactly that (see ``pipeline/plan.py``)."""
+        if self.has_pending_data():
+            raise SparkloadError(
+                f"pipeline '{self.pipeline_name}' has load packages pending: run() finishes them, "
+                "drop_pending_packages() discards them; plan after that"
+            )
+        clock = execution_time or datetime.datetime.now(datetime.timezone.utc)
+        hint_changes = {
+            "write_disposition": write_disposition,
+            "primary_key": primary_key,
+            "merge_key": merge_key,
+            "columns": columns,
+        }
+        scheduled = self._schedule(data, table_name, hint_changes, clock, restate, start, end)
+        normalized = None
+        extracted = []
+        if extract:
+            extracted = [self._extract_batch(scheduled.plan, batch, clock) for batch in scheduled.batches]
+            self.normalize()
+            normalized = [
+                NormalizedTable.from_dict(table)
+                for package in list_packages(self._staged)
+                for table in package.read(NORMALIZE_MANIFEST)["tables"]
+            ]
+        run_args = dict(hint_changes, data=data, table_name=table_name, restate=restate, start=start, end=end)
+        return make_plan(self, scheduled, run_args, clock, normalized, extracted)
 
     @_locked
     def extract(
@@ -246,10 +291,10 @@ class Pipeline:
             "merge_key": merge_key,
             "columns": columns,
         }
-        plan, batches, _ = self._schedule(data, table_name, hint_changes, clock)
+        scheduled = self._schedule(data, table_name, hint_changes, clock)
         load_id = None
-        for batch in batches:
-            load_id = self._extract_batch(plan, batch, clock)
+        for batch in scheduled.batches:
+            load_id = self._extract_batch(scheduled.plan, batch, clock)
         return load_id
 
     def _schedule(
@@ -261,18 +306,18 @@ class Pipeline:
         restate: Sequence[str] | None = None,
         start: Any = None,
         end: Any = None,
-    ) -> tuple[list[ExtractPlanItem], list[schedule.Batch], list[str]]:
-        """The resources to extract, the packages to extract them into, and notes."""
+    ) -> schedule.Scheduled:
+        """The resources to extract and the packages to extract them into."""
         try:
             plan = build_plan(data, self.pipeline_name, table_name, hint_changes)
             counted_from = self._extract_base()
-            notes: list[str] = []
+            restated = None
             if restate:
                 restated = restatement.restate(plan, restate, start, end, counted_from, clock)
-                plan, counted_from, notes = restated.plan, restated.state, restated.notes
-                for note in notes:
+                plan, counted_from = restated.plan, restated.state
+                for note in restated.notes:
                     logger.warning(note)
-            return plan, schedule.batches(plan, counted_from, clock), notes
+            return schedule.Scheduled(plan, schedule.batches(plan, counted_from, clock), restated)
         except Exception as exc:
             raise PipelineStepFailed("extract", None, exc) from exc
 

@@ -1,80 +1,341 @@
-"""Turn what ``run()``/``extract()`` were given into the list of resources to extract."""
+"""Plans (SQLMesh's ``plan`` then ``apply``): what a run would do, computed without writing
+to the destination, then carried out exactly.
+
+``pipeline.plan(source, ...)`` takes the arguments of ``run()`` and lists, per table,
+whether it is added or changed, its disposition and schema difference (added columns,
+type changes, which are destructive), the missing intervals of each interval resource as
+date ranges, restated ranges and ignored resources, and where every incremental cursor
+starts. ``plan.apply()`` runs exactly that at the plan's execution time, and refuses if
+the destination moved on in between. With ``extract=True`` the plan extracts and
+normalizes into load packages first, so the schema difference comes from the real data,
+and ``apply()`` loads those packages without extracting again.
+"""
 
 from __future__ import annotations
 
-import inspect
-from typing import Any
+import dataclasses
+import datetime
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from sparkload.exceptions import ResourceError
-from sparkload.extract.extractor import ExtractPlanItem
-from sparkload.extract.hints import TableHints
-from sparkload.extract.resource import Resource
-from sparkload.extract.source import Source
+from pyspark.sql import types as T
+
+from sparkload.exceptions import SparkloadError
+from sparkload.extract.extractor import ExtractPlanItem, normalize_column_path
+from sparkload.extract.incremental import Incremental
+from sparkload.extract.intervals import Window
+from sparkload.load import destructive
+from sparkload.load.table import DeltaTable
+from sparkload.normalize.naming import normalize_table_name
+from sparkload.normalize.normalizer import NormalizedTable
+from sparkload.normalize.types import spark_type
+from sparkload.pipeline import schedule
+from sparkload.pipeline import state as state_store
+
+if TYPE_CHECKING:
+    from sparkload.pipeline.load_info import LoadInfo
+    from sparkload.pipeline.pipeline import Pipeline
+
+_TINY = datetime.timedelta(microseconds=1)
 
 
-def _as_units(data: Any) -> list[Source | Resource | Any]:
-    if isinstance(data, (Source, Resource)):
-        return [data]
-    if isinstance(data, list) and data and all(isinstance(d, (Source, Resource)) for d in data):
-        return list(data)
-    if inspect.isfunction(data) and getattr(data, "__wrapped__", None) is not None:
-        produced = data()  # an uncalled @sl.source function
-        if isinstance(produced, Source):
-            return [produced]
-    return [data]
+class PlanOutdatedError(SparkloadError):
+    """The destination changed between a plan and its apply."""
 
 
-def build_plan(
-    data: Any, pipeline_name: str, table_name: str | None, hint_changes: dict[str, Any]
-) -> list[ExtractPlanItem]:
-    """Plan items for ``data`` with the run's hints applied to every resource."""
-    entries: list[ExtractPlanItem] = []
-    for unit in _as_units(data):
-        if isinstance(unit, Source):
-            selected = list(unit.selected_resources.values())
-            entries += _link_transformers(
-                [
-                    ExtractPlanItem(
-                        _hinted(r, table_name, hint_changes), unit.name, unit.root_key, unit.max_table_nesting
-                    )
-                    for r in selected
-                ]
+@dataclasses.dataclass
+class TypeChange:
+    column: str
+    old: str
+    new: str
+    destructive: bool
+
+
+@dataclasses.dataclass
+class TablePlan:
+    table: str
+    resource: str
+    status: str  # "added", "changed" or "unchanged"
+    disposition: str
+    added_columns: dict[str, str] = dataclasses.field(default_factory=dict)
+    type_changes: list[TypeChange] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class IntervalPlan:
+    resource: str
+    # Inclusive date ranges, as SQLMesh prints them ("2024-09-20", "2024-09-26").
+    missing: list[tuple[str, str]]
+    batches: int
+    restated: tuple[str, str] | None = None
+
+
+@dataclasses.dataclass
+class Plan:
+    pipeline_name: str
+    dataset_uri: str
+    execution_time: datetime.datetime
+    tables: list[TablePlan]
+    intervals: list[IntervalPlan]
+    ignored: dict[str, str | None]
+    incrementals: dict[str, Any]
+    extracted: list[str]
+    # What apply() checks has not moved: the state version and every table's version.
+    fingerprint: dict[str, Any] = dataclasses.field(repr=False, default_factory=dict)
+    _pipeline: Any = dataclasses.field(repr=False, default=None)
+    _run: dict[str, Any] = dataclasses.field(repr=False, default_factory=dict)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(
+            any(t.status != "unchanged" for t in self.tables)
+            or any(i.missing for i in self.intervals)
+            or self.extracted
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if not field.name.startswith("_") and field.name != "fingerprint"
+        }
+        data["tables"] = [dataclasses.asdict(t) for t in self.tables]
+        data["intervals"] = [dataclasses.asdict(i) for i in self.intervals]
+        data["execution_time"] = self.execution_time.isoformat()
+        return data
+
+    def apply(self) -> LoadInfo:
+        """Carry out this plan; refuses if the destination changed since it was made."""
+        pipeline: Pipeline = self._pipeline
+        now = fingerprint(pipeline, [t.table for t in self.tables])
+        if now != self.fingerprint:
+            raise PlanOutdatedError(
+                f"pipeline '{self.pipeline_name}': the destination changed since this plan was made "
+                f"(was {self.fingerprint}, now {now}); make a new plan"
             )
-        elif isinstance(unit, Resource):
-            resource = _hinted(unit, table_name, hint_changes)
-            entries.append(ExtractPlanItem(resource, unit.section or pipeline_name))
+        if self.extracted:
+            return pipeline.load()
+        return pipeline.run(**self._run, execution_time=self.execution_time)
+
+    def __str__(self) -> str:
+        lines = [f"Plan for pipeline `{self.pipeline_name}` against {self.dataset_uri}:"]
+        groups = {
+            status: [t for t in self.tables if t.status == status]
+            for status in ("added", "changed", "unchanged")
+        }
+        lines += _tree(
+            "Tables:",
+            [
+                (status.capitalize() + ":", [_describe_table(t) for t in tables])
+                for status, tables in groups.items()
+                if tables
+            ],
+        )
+        missing = [i for i in self.intervals if i.missing]
+        if missing:
+            lines += _tree(
+                "Intervals needing backfill (missing dates):",
+                [(_describe_intervals(i), []) for i in missing],
+            )
+        restated = [i for i in self.intervals if i.restated]
+        if restated:
+            lines += _tree(
+                "Restated:",
+                [(f"{i.resource}: {i.restated[0]} - {i.restated[1]}", []) for i in restated if i.restated],
+            )
+        if self.ignored:
+            lines += _tree(
+                "Ignored resources (expected start):",
+                [
+                    (f"{name} ({start or 'no start: restate without start='})", [])
+                    for name, start in self.ignored.items()
+                ],
+            )
+        if self.incrementals:
+            lines += _tree(
+                "Incremental cursors start at:",
+                [(f"{name}: {value!r}", []) for name, value in self.incrementals.items()],
+            )
+        if not self.has_changes:
+            lines.append("No changes: nothing to load.")
+        return "\n".join(lines)
+
+
+# -- making a plan ----------------------------------------------------------------------------
+def fingerprint(pipeline: Pipeline, tables: Iterable[str]) -> dict[str, Any]:
+    return {
+        "state_version": state_store.destination_version(
+            pipeline.spark, pipeline.dataset_uri, pipeline.pipeline_name
+        ),
+        "tables": {name: DeltaTable(pipeline.spark, pipeline.dataset_uri, name).version() for name in tables},
+    }
+
+
+def make_plan(
+    pipeline: Pipeline,
+    scheduled: schedule.Scheduled,
+    run_args: dict[str, Any],
+    execution_time: datetime.datetime,
+    normalized: list[NormalizedTable] | None,
+    extracted: list[str],
+) -> Plan:
+    """The plan of ``scheduled``; ``normalized`` are the tables of the packages extracted
+    for it (None: the schema difference comes from the declared column hints)."""
+    state = pipeline.state
+    tables = [
+        _table_plan(pipeline, entry, normalized, state)
+        for entry in schedule.walk(scheduled.plan)
+        if not callable(entry.resource.table_name)
+    ]
+    restated = scheduled.restatement.restated if scheduled.restatement is not None else {}
+    windows: dict[str, list[Window]] = {}
+    for batch in scheduled.batches:
+        for name, window in batch.windows.items():
+            windows.setdefault(name, []).append(window)
+    intervals = [
+        IntervalPlan(
+            entry.resource.name,
+            _date_ranges(windows.get(entry.resource.name, [])),
+            len(windows.get(entry.resource.name, [])),
+            _inclusive(*restated[entry.resource.name]) if entry.resource.name in restated else None,
+        )
+        for entry in schedule.walk(scheduled.plan)
+        if entry.resource.intervals is not None
+    ]
+    ignored = (
+        {name: start.isoformat() if start else None for name, start in scheduled.restatement.ignored.items()}
+        if scheduled.restatement is not None
+        else {}
+    )
+    plan = Plan(
+        pipeline.pipeline_name,
+        pipeline.dataset_uri,
+        execution_time,
+        tables,
+        intervals,
+        ignored,
+        _incremental_starts(scheduled.plan, state),
+        extracted,
+        _pipeline=pipeline,
+        _run=run_args,
+    )
+    plan.fingerprint = fingerprint(pipeline, [t.table for t in tables])
+    return plan
+
+
+def _table_plan(
+    pipeline: Pipeline,
+    entry: ExtractPlanItem,
+    normalized: list[NormalizedTable] | None,
+    state: Mapping[str, Any],
+) -> TablePlan:
+    resource = entry.resource
+    name = normalize_table_name(str(resource.table_name))
+    wd = resource.hints.write_disposition
+    disposition = wd.disposition + (f"/{wd.strategy}" if wd.strategy else "")
+    existing = DeltaTable(pipeline.spark, pipeline.dataset_uri, name).schema()
+    if normalized is not None:
+        incoming = {
+            spec.name: spec.spark_type for table in normalized if table.name == name for spec in table.columns
+        }
+    else:
+        incoming = {
+            normalize_column_path(column): spark_type(
+                hints["data_type"], hints.get("precision"), hints.get("scale")
+            )
+            for column, hints in resource.hints.columns.items()
+            if hints.get("data_type")
+        }
+    if existing is None:
+        added = {column: dtype.simpleString() for column, dtype in incoming.items()}
+        return TablePlan(name, resource.name, "added", disposition, added)
+    old = {field.name: field.dataType for field in existing.fields}
+    added = {column: dtype.simpleString() for column, dtype in incoming.items() if column not in old}
+    changes = [
+        TypeChange(column, old[column].simpleString(), dtype.simpleString(), not _widens(old[column], dtype))
+        for column, dtype in incoming.items()
+        if column in old and old[column].simpleString() != dtype.simpleString()
+    ]
+    # A value of another type opens a variant column: the column's type changes.
+    for column in incoming:
+        variant = destructive.split_variant(column)
+        if variant is not None and variant[0] in old and column not in old:
+            base, kind = variant
+            changes.append(TypeChange(base, old[base].simpleString(), kind, True))
+            added.pop(column, None)
+    recorded = (state.get(destructive.KEYS_STATE) or {}).get(name)
+    keys = {"primary_key": list(resource.hints.primary_key), "merge_key": list(resource.hints.merge_key)}
+    for change in destructive.key_changes(name, keys, recorded):
+        changes.append(TypeChange("(keys)", "", change.description, True))
+    status = "changed" if added or changes else "unchanged"
+    return TablePlan(name, resource.name, status, disposition, added, changes)
+
+
+def _widens(old: T.DataType, new: T.DataType) -> bool:
+    """Values of ``new`` fit ``old`` without loss (int → bigint, float → double)."""
+    integral = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+    if isinstance(old, T.LongType) and isinstance(new, integral):
+        return True
+    return isinstance(old, T.DoubleType) and isinstance(new, (*integral, T.FloatType))
+
+
+def _incremental_starts(plan: list[ExtractPlanItem], state: Mapping[str, Any]) -> dict[str, Any]:
+    import inspect
+
+    starts: dict[str, Any] = {}
+    for entry in schedule.walk(plan):
+        func = entry.resource._func
+        if func is None:
+            continue
+        stored = schedule.resource_state_of(state, entry.source_name, entry.resource.name).get(
+            "incremental", {}
+        )
+        for param in inspect.signature(func).parameters.values():
+            if isinstance(param.default, Incremental):
+                cursor = param.default.cursor_path
+                value = stored.get(cursor, {}).get("last_value", param.default.initial_value)
+                starts[f"{entry.resource.name}.{cursor}"] = value
+    return starts
+
+
+def _inclusive(start: datetime.datetime, end: datetime.datetime) -> tuple[str, str]:
+    return start.date().isoformat(), (end - _TINY).date().isoformat()
+
+
+def _date_ranges(windows: list[Window]) -> list[tuple[str, str]]:
+    """Contiguous windows merged, as inclusive date ranges."""
+    merged: list[list[datetime.datetime]] = []
+    for window in sorted(windows, key=lambda w: w.start):
+        if merged and window.start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], window.end)
         else:
-            if not table_name:
-                name = getattr(unit, "__name__", None)
-                if not name or name == "<lambda>":
-                    raise ResourceError("plain data needs table_name= to say which table it goes to")
-            else:
-                name = table_name
-            resource = Resource(name, unit, TableHints.build(), section=pipeline_name)
-            entries.append(ExtractPlanItem(_hinted(resource, table_name, hint_changes), pipeline_name))
-    return entries
+            merged.append([window.start, window.end])
+    return [_inclusive(start, end) for start, end in merged]
 
 
-def _hinted(resource: Resource, table_name: str | None, hint_changes: dict[str, Any]) -> Resource:
-    changes = {k: v for k, v in hint_changes.items() if v is not None}
-    if table_name is not None:
-        changes["table_name"] = table_name
-    if not changes:
-        return resource
-    clone = resource._clone()
-    clone.apply_hints(**changes)
-    return clone
+def _describe_table(table: TablePlan) -> str:
+    text = f"{table.table} ({table.disposition}, resource {table.resource})"
+    parts = [f"+ {column} {dtype}" for column, dtype in table.added_columns.items()]
+    parts += [
+        f"~ {c.column} {c.old} → {c.new}" + (" (destructive)" if c.destructive else "")
+        for c in table.type_changes
+    ]
+    return text + (": " + "; ".join(parts) if parts else "")
 
 
-def _link_transformers(entries: list[ExtractPlanItem]) -> list[ExtractPlanItem]:
-    """A transformer whose parent is extracted too is fed from that same pass over the
-    parent, so the parent's generator runs once."""
-    by_resource = {id(e.resource._data_from_origin()): e for e in entries}
-    roots: list[ExtractPlanItem] = []
-    for entry in entries:
-        parent = entry.resource._data_from
-        if parent is not None and id(parent._data_from_origin()) in by_resource:
-            by_resource[id(parent._data_from_origin())].children.append(entry)
-        else:
-            roots.append(entry)
-    return roots
+def _describe_intervals(plan: IntervalPlan) -> str:
+    ranges = ", ".join(f"{start} - {end}" for start, end in plan.missing)
+    return f"{plan.resource}: {ranges} ({plan.batches} batch{'es' if plan.batches != 1 else ''})"
+
+
+def _tree(title: str, items: list[tuple[str, list[str]]]) -> list[str]:
+    """SQLMesh's summary layout: ├── / └── branches, one level of children."""
+    lines = [title]
+    for i, (label, children) in enumerate(items):
+        last = i == len(items) - 1
+        lines.append(("└── " if last else "├── ") + label)
+        for j, child in enumerate(children):
+            lines.append(
+                ("    " if last else "│   ") + ("└── " if j == len(children) - 1 else "├── ") + child
+            )
+    return lines

@@ -37,6 +37,10 @@ class Restatement:
     # The state the run's intervals are counted from (restated ranges taken out).
     state: dict[str, Any]
     notes: list[str]
+    # Interval resources and the range they reload.
+    restated: dict[str, tuple[datetime.datetime, datetime.datetime]] = dataclasses.field(default_factory=dict)
+    # Resources left out, with the start a restatement must reach to refresh them.
+    ignored: dict[str, datetime.datetime | None] = dataclasses.field(default_factory=dict)
 
 
 def _selected(resource: Resource, source: str, selectors: Sequence[str]) -> bool:
@@ -84,6 +88,8 @@ def restate(
     restated_state = copy.deepcopy(state)
     notes: list[str] = []
     matched: list[str] = []
+    restated: dict[str, tuple[datetime.datetime, datetime.datetime]] = {}
+    ignored: dict[str, datetime.datetime | None] = {}
 
     def visit(entry: ExtractPlanItem, upstream_selected: bool) -> ExtractPlanItem | None:
         """The entry as this run extracts it; None: it sits this run out."""
@@ -104,9 +110,11 @@ def restate(
             resource_state = resources.setdefault("resources", {}).setdefault(resource.name, {})
             since = low if low is not None else resource.intervals.start_value
             resource_state[LEDGER_KEY] = without(resource_state.get(LEDGER_KEY, []), since, high)
+            restated[resource.name] = (since, high)
             return dataclasses.replace(entry, children=children)
         own = _own_start(resource)
         if low is not None and (own is None or low > own):
+            ignored[resource.name] = own
             expected = own.isoformat() if own is not None else "none: leave start= out"
             notes.append(
                 f"resource '{resource.name}' ignored by the restatement and not run: it cannot "
@@ -121,7 +129,7 @@ def restate(
         refreshed.apply_hints(write_disposition="replace")  # also resets its cursors
         return dataclasses.replace(entry, resource=refreshed, children=children)
 
-    restated = [e for e in (visit(entry, False) for entry in plan) if e is not None]
+    kept = [e for e in (visit(entry, False) for entry in plan) if e is not None]
     if not matched:
         raise ResourceError(f"restate={list(selectors)} selects no resource of this run")
-    return Restatement(restated, restated_state, notes)
+    return Restatement(kept, restated_state, notes, restated, ignored)

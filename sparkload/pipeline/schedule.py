@@ -31,6 +31,19 @@ class Batch:
     windows: dict[str, Window]
 
 
+@dataclasses.dataclass
+class Scheduled:
+    """What a run extracts: its resources, its packages, and what a restatement changed."""
+
+    plan: list[ExtractPlanItem]
+    batches: list[Batch]
+    restatement: Any = None  # restatement.Restatement, when the run restates
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self.restatement.notes) if self.restatement is not None else []
+
+
 def walk(plan: list[ExtractPlanItem]) -> list[ExtractPlanItem]:
     return [entry for root in plan for entry in [root, *walk(root.children)]]
 

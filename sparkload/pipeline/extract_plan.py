@@ -1,0 +1,80 @@
+"""Turn what ``run()``/``extract()`` were given into the list of resources to extract."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from sparkload.exceptions import ResourceError
+from sparkload.extract.extractor import ExtractPlanItem
+from sparkload.extract.hints import TableHints
+from sparkload.extract.resource import Resource
+from sparkload.extract.source import Source
+
+
+def _as_units(data: Any) -> list[Source | Resource | Any]:
+    if isinstance(data, (Source, Resource)):
+        return [data]
+    if isinstance(data, list) and data and all(isinstance(d, (Source, Resource)) for d in data):
+        return list(data)
+    if inspect.isfunction(data) and getattr(data, "__wrapped__", None) is not None:
+        produced = data()  # an uncalled @sl.source function
+        if isinstance(produced, Source):
+            return [produced]
+    return [data]
+
+
+def build_plan(
+    data: Any, pipeline_name: str, table_name: str | None, hint_changes: dict[str, Any]
+) -> list[ExtractPlanItem]:
+    """Plan items for ``data`` with the run's hints applied to every resource."""
+    entries: list[ExtractPlanItem] = []
+    for unit in _as_units(data):
+        if isinstance(unit, Source):
+            selected = list(unit.selected_resources.values())
+            entries += _link_transformers(
+                [
+                    ExtractPlanItem(
+                        _hinted(r, table_name, hint_changes), unit.name, unit.root_key, unit.max_table_nesting
+                    )
+                    for r in selected
+                ]
+            )
+        elif isinstance(unit, Resource):
+            resource = _hinted(unit, table_name, hint_changes)
+            entries.append(ExtractPlanItem(resource, unit.section or pipeline_name))
+        else:
+            if not table_name:
+                name = getattr(unit, "__name__", None)
+                if not name or name == "<lambda>":
+                    raise ResourceError("plain data needs table_name= to say which table it goes to")
+            else:
+                name = table_name
+            resource = Resource(name, unit, TableHints.build(), section=pipeline_name)
+            entries.append(ExtractPlanItem(_hinted(resource, table_name, hint_changes), pipeline_name))
+    return entries
+
+
+def _hinted(resource: Resource, table_name: str | None, hint_changes: dict[str, Any]) -> Resource:
+    changes = {k: v for k, v in hint_changes.items() if v is not None}
+    if table_name is not None:
+        changes["table_name"] = table_name
+    if not changes:
+        return resource
+    clone = resource._clone()
+    clone.apply_hints(**changes)
+    return clone
+
+
+def _link_transformers(entries: list[ExtractPlanItem]) -> list[ExtractPlanItem]:
+    """A transformer whose parent is extracted too is fed from that same pass over the
+    parent, so the parent's generator runs once."""
+    by_resource = {id(e.resource._data_from_origin()): e for e in entries}
+    roots: list[ExtractPlanItem] = []
+    for entry in entries:
+        parent = entry.resource._data_from
+        if parent is not None and id(parent._data_from_origin()) in by_resource:
+            by_resource[id(parent._data_from_origin())].children.append(entry)
+        else:
+            roots.append(entry)
+    return roots

@@ -1,0 +1,181 @@
+"""Plans (SQLMesh 002_… "plan"): ``pipeline.plan(...)`` computes what ``run()`` would do and
+writes nothing; ``plan.apply()`` writes exactly that, and nothing when nothing is missing;
+a plan the destination moved past is refused."""
+
+# ruff: noqa: B008  (incrementals and intervals are declared as defaults, as in dlt)
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import deltalake
+import pytest
+from conftest import delta_rows
+
+import sparkload as sl
+from sparkload.pipeline.plan import PlanOutdatedError
+
+UTC = datetime.timezone.utc
+START = datetime.datetime(2024, 9, 20, tzinfo=UTC)
+NOW = datetime.datetime(2024, 9, 27, tzinfo=UTC)
+
+
+def day(n: int) -> datetime.datetime:
+    return START + datetime.timedelta(days=n)
+
+
+def daily_source(calls: list[Any], per_day: int = 2) -> Any:
+    @sl.resource(name="daily")
+    def daily(
+        window: Any = sl.sources.intervals("ts", start=START, cron="@daily", batch_size=3),
+    ) -> Iterator[Any]:
+        calls.append((window.start, window.end))
+        moment = window.start
+        while moment < window.end:
+            yield from ({"ts": moment + datetime.timedelta(hours=h), "v": h} for h in range(per_day))
+            moment += datetime.timedelta(days=1)
+
+    @sl.resource(name="users", primary_key="id", write_disposition="merge")
+    def users(updated: Any = sl.sources.incremental("updated", initial_value=0)) -> Iterator[Any]:
+        yield {"id": 1, "updated": 5, "name": "ada"}
+
+    @sl.source
+    def api() -> Any:
+        return daily, users
+
+    return api()
+
+
+def snapshot(dataset: str) -> dict[str, Any]:
+    """Every file under the dataset with its size: what "writes nothing" is checked against."""
+    found = {}
+    for root, _dirs, files in os.walk(dataset):
+        for name in files:
+            path = os.path.join(root, name)
+            found[os.path.relpath(path, dataset)] = os.path.getsize(path)
+    return found
+
+
+def test_a_plan_lists_added_tables_missing_intervals_and_cursor_starts_and_writes_nothing(
+    pipeline: sl.Pipeline,
+) -> None:
+    os.makedirs(pipeline.dataset_uri, exist_ok=True)
+    before = snapshot(pipeline.dataset_uri)
+    calls: list[Any] = []
+    plan = pipeline.plan(daily_source(calls), execution_time=NOW)
+
+    assert calls == []  # no resource ran
+    assert snapshot(pipeline.dataset_uri) == before
+    assert {(t.table, t.status, t.disposition) for t in plan.tables} == {
+        ("daily", "added", "merge/time-range"),
+        ("users", "added", "merge/delete-insert"),
+    }
+    (daily,) = plan.intervals
+    assert (daily.resource, daily.missing, daily.batches) == ("daily", [("2024-09-20", "2024-09-26")], 3)
+    assert plan.incrementals == {"users.updated": 0}
+    text = str(plan)
+    assert "├── Added:" in text or "└── Added:" in text
+    assert "daily: 2024-09-20 - 2024-09-26 (3 batches)" in text
+    assert plan.to_dict()["intervals"][0]["missing"] == [("2024-09-20", "2024-09-26")]
+
+
+def test_apply_writes_exactly_the_plan_then_a_new_plan_is_empty_and_applies_nothing(
+    pipeline: sl.Pipeline,
+) -> None:
+    calls: list[Any] = []
+    plan = pipeline.plan(daily_source(calls), execution_time=NOW)
+    plan.apply()
+    assert calls == [(day(0), day(3)), (day(3), day(6)), (day(6), day(7))]
+    assert len(delta_rows(pipeline, "daily")) == 7 * 2
+    ledger = pipeline.state["sources"]["api"]["resources"]["daily"]["intervals"]
+    assert ledger == [[START.isoformat(), NOW.isoformat()]]
+
+    calls.clear()
+    again = pipeline.plan(daily_source(calls), execution_time=NOW)
+    assert [i.missing for i in again.intervals] == [[]]
+    assert {(t.table, t.status) for t in again.tables} == {("daily", "unchanged"), ("users", "unchanged")}
+    assert again.incrementals == {"users.updated": 5}
+    versions = {t: deltalake.DeltaTable(f"{pipeline.dataset_uri}/{t}").version() for t in ("daily", "users")}
+    only_intervals = pipeline.plan(daily_source(calls).with_resources("daily"), execution_time=NOW)
+    assert not only_intervals.has_changes
+    assert "No changes" in str(only_intervals)
+    only_intervals.apply()
+    assert calls == []
+    assert {t: deltalake.DeltaTable(f"{pipeline.dataset_uri}/{t}").version() for t in versions} == versions
+
+
+def test_apply_refuses_when_the_destination_moved_on(pipeline: sl.Pipeline) -> None:
+    calls: list[Any] = []
+    pipeline.run(daily_source(calls), execution_time=day(3))
+    plan = pipeline.plan(daily_source(calls), execution_time=NOW)
+    pipeline.run(daily_source(calls), execution_time=day(5))  # another run in between
+    with pytest.raises(PlanOutdatedError, match="the destination changed since this plan was made"):
+        plan.apply()
+
+
+def test_a_plan_shows_schema_changes_from_column_hints_and_which_are_destructive(
+    pipeline: sl.Pipeline,
+) -> None:
+    pipeline.run(
+        [{"id": 1, "amount": 2, "code": 7}], table_name="items", primary_key="id", write_disposition="merge"
+    )
+    resource = sl.resource(
+        [{"id": 1}],
+        name="items",
+        primary_key="id",
+        write_disposition="merge",
+        columns={
+            "amount": {"data_type": "double"},
+            "code": {"data_type": "text"},
+            "note": {"data_type": "text"},
+        },
+    )
+    plan = pipeline.plan(resource)
+    (items,) = plan.tables
+    assert items.status == "changed"
+    assert items.added_columns == {"note": "string"}
+    changes = {c.column: (c.old, c.new, c.destructive) for c in items.type_changes}
+    assert changes == {"amount": ("bigint", "double", True), "code": ("bigint", "string", True)}
+
+
+def test_a_plan_with_extract_knows_the_schema_from_the_data_and_apply_loads_without_extracting(
+    pipeline: sl.Pipeline,
+) -> None:
+    pipeline.run([{"id": 1, "v": 10}], table_name="items", primary_key="id", write_disposition="merge")
+    extracted = []
+
+    @sl.resource(name="items", primary_key="id", write_disposition="merge", on_destructive_change="warn")
+    def items() -> Iterator[Any]:
+        extracted.append(1)
+        yield {"id": 2, "v": "ten", "extra": True}
+
+    plan = pipeline.plan(items, extract=True)
+    assert extracted == [1]
+    (table,) = plan.tables
+    assert table.added_columns == {"extra": "boolean"}
+    assert [(c.column, c.old, c.new, c.destructive) for c in table.type_changes] == [
+        ("v", "bigint", "text", True)
+    ]
+    assert len(plan.extracted) == 1
+    assert len(delta_rows(pipeline, "items")) == 1  # nothing loaded yet
+
+    plan.apply()
+    assert extracted == [1]  # loaded the planned package, not extracted again
+    assert sorted(r["id"] for r in delta_rows(pipeline, "items")) == [1, 2]
+
+
+def test_a_restatement_plan_lists_restated_ranges_and_ignored_resources(pipeline: sl.Pipeline) -> None:
+    calls: list[Any] = []
+    pipeline.run(daily_source(calls), execution_time=NOW)
+    plan = pipeline.plan(
+        daily_source(calls), restate=["daily", "users"], start=day(3), end=day(5), execution_time=NOW
+    )
+    (daily,) = plan.intervals
+    assert daily.restated == ("2024-09-23", "2024-09-24")
+    assert daily.missing == [("2024-09-23", "2024-09-24")]
+    assert plan.ignored == {"users": None}
+    text = str(plan)
+    assert "Restated:" in text and "Ignored resources (expected start):" in text
