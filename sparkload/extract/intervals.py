@@ -161,8 +161,16 @@ class Intervals:
             until = min(until, self.end_value)
         # The interval holding ``start`` is the first: SQLMesh floors start to the cron.
         tick = _plain(croniter(self.cron, self.start_value + _TINY).get_prev(datetime.datetime))
+        step = _regular_step(self.cron)
+        if step is not None:
+            # Evenly spaced ticks (hourly, daily, every 15 minutes …): arithmetic, not
+            # croniter's per-tick search, so a year of hours takes milliseconds.
+            count = int((until - tick) / step)
+            complete = [Window(tick + i * step, tick + (i + 1) * step) for i in range(count)]
+            last = tick + count * step
+            return complete, (Window(last, until, partial=True) if last < until else None)
         ticks = croniter(self.cron, tick)
-        complete: list[Window] = []
+        complete = []
         while True:
             following = _plain(ticks.get_next(datetime.datetime))
             if following > until:
@@ -191,6 +199,22 @@ class Intervals:
         if self.allow_partials and partial is not None:
             windows.append(partial)
         return windows
+
+
+def _regular_step(cron: str) -> datetime.timedelta | None:
+    """The fixed distance between ticks, for crons that fire at evenly spaced times of
+    every day (no day-of-month, month or weekday fields); None for the others."""
+    minutes, hours, day_of_month, month, weekday = croniter(cron).expanded[:5]
+    if [day_of_month, month, weekday] != [["*"], ["*"], ["*"]]:
+        return None
+    every_hour, every_minute = range(24), range(60)
+    times = sorted(
+        60 * hour + minute
+        for hour in (every_hour if hours == ["*"] else hours)
+        for minute in (every_minute if minutes == ["*"] else minutes)
+    )
+    gaps = {b - a for a, b in zip(times, times[1:], strict=False)} | {times[0] + 24 * 60 - times[-1]}
+    return datetime.timedelta(minutes=gaps.pop()) if len(gaps) == 1 else None
 
 
 def record(ledger: list[list[str]], window: Window) -> list[list[str]]:
