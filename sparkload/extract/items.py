@@ -22,10 +22,31 @@ def is_pandas(item: Any) -> bool:
 
 def to_arrow(item: Any) -> pa.Table:
     if isinstance(item, pa.RecordBatch):
-        return pa.Table.from_batches([item])
-    if isinstance(item, pa.Table):
-        return item
-    return pa.Table.from_pandas(item, preserve_index=False)
+        table = pa.Table.from_batches([item])
+    elif isinstance(item, pa.Table):
+        table = item
+    else:
+        table = pa.Table.from_pandas(item, preserve_index=False)
+    return _microsecond_timestamps(table)
+
+
+def _microsecond_timestamps(table: pa.Table) -> pa.Table:
+    """Nanosecond timestamps (pandas' unit) as microseconds, Spark's finest unit.
+
+    The cast is safe: a value with nanoseconds that microseconds cannot hold raises,
+    naming the column, rather than being truncated."""
+    for index, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type) and field.type.unit == "ns":
+            target = pa.timestamp("us", tz=field.type.tz)
+            try:
+                column = table.column(index).cast(target, safe=True)
+            except pa.ArrowInvalid as exc:
+                raise ValueError(
+                    f"column '{field.name}' holds timestamps with nanoseconds, which Spark cannot "
+                    f"store (its finest unit is the microsecond): {exc}"
+                ) from exc
+            table = table.set_column(index, pa.field(field.name, target, field.nullable), column)
+    return table
 
 
 def iterate_any(data: Any) -> Iterator[Any]:
