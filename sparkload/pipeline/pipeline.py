@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime
 import functools
 import logging
@@ -82,6 +83,31 @@ def _locked(method: _Method) -> _Method:
             return method(self, *args, **kwargs)
 
     return cast(_Method, locked)
+
+
+@dataclasses.dataclass
+class RunArguments:
+    """What run(), plan() and extract() are told besides the data."""
+
+    table_name: str | None
+    write_disposition: Any
+    primary_key: Any
+    merge_key: Any
+    columns: Any
+    execution_time: datetime.datetime | None
+
+    def __post_init__(self) -> None:
+        # One clock for the whole call: every batch and the plan see the same time.
+        self.clock = self.execution_time or datetime.datetime.now(datetime.timezone.utc)
+
+    @property
+    def hint_changes(self) -> dict[str, Any]:
+        return {
+            "write_disposition": self.write_disposition,
+            "primary_key": self.primary_key,
+            "merge_key": self.merge_key,
+            "columns": self.columns,
+        }
 
 
 class Pipeline:
@@ -210,14 +236,9 @@ class Pipeline:
         info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         if data is None:
             return info
-        clock = execution_time or datetime.datetime.now(datetime.timezone.utc)
-        hint_changes = {
-            "write_disposition": write_disposition,
-            "primary_key": primary_key,
-            "merge_key": merge_key,
-            "columns": columns,
-        }
-        scheduled = self._schedule(data, table_name, hint_changes, clock, restate, start, end)
+        args = RunArguments(table_name, write_disposition, primary_key, merge_key, columns, execution_time)
+        scheduled = self._schedule(data, args, restate, start, end)
+        clock = args.clock
         # Batch by batch, so a long backfill commits as it goes and resumes where it stopped.
         for batch in scheduled.batches:
             self._extract_batch(scheduled.plan, batch, clock)
@@ -249,14 +270,9 @@ class Pipeline:
                 f"pipeline '{self.pipeline_name}' has load packages pending: run() finishes them, "
                 "drop_pending_packages() discards them; plan after that"
             )
-        clock = execution_time or datetime.datetime.now(datetime.timezone.utc)
-        hint_changes = {
-            "write_disposition": write_disposition,
-            "primary_key": primary_key,
-            "merge_key": merge_key,
-            "columns": columns,
-        }
-        scheduled = self._schedule(data, table_name, hint_changes, clock, restate, start, end)
+        args = RunArguments(table_name, write_disposition, primary_key, merge_key, columns, execution_time)
+        scheduled = self._schedule(data, args, restate, start, end)
+        clock = args.clock
         normalized = None
         extracted = []
         if extract:
@@ -267,7 +283,9 @@ class Pipeline:
                 for package in list_packages(self._staged)
                 for table in package.read(NORMALIZE_MANIFEST)["tables"]
             ]
-        run_args = dict(hint_changes, data=data, table_name=table_name, restate=restate, start=start, end=end)
+        run_args = dict(
+            args.hint_changes, data=data, table_name=table_name, restate=restate, start=start, end=end
+        )
         return make_plan(self, scheduled, run_args, clock, normalized, extracted)
 
     @_locked
@@ -284,32 +302,25 @@ class Pipeline:
     ) -> str | None:
         """Run the resources into a new load package (one per batch of time intervals a
         resource has to load); returns the last load id, or None when nothing was due."""
-        clock = execution_time or datetime.datetime.now(datetime.timezone.utc)
-        hint_changes = {
-            "write_disposition": write_disposition,
-            "primary_key": primary_key,
-            "merge_key": merge_key,
-            "columns": columns,
-        }
-        scheduled = self._schedule(data, table_name, hint_changes, clock)
+        args = RunArguments(table_name, write_disposition, primary_key, merge_key, columns, execution_time)
+        scheduled = self._schedule(data, args)
         load_id = None
         for batch in scheduled.batches:
-            load_id = self._extract_batch(scheduled.plan, batch, clock)
+            load_id = self._extract_batch(scheduled.plan, batch, args.clock)
         return load_id
 
     def _schedule(
         self,
         data: Any,
-        table_name: str | None,
-        hint_changes: dict[str, Any],
-        clock: datetime.datetime,
+        args: RunArguments,
         restate: Sequence[str] | None = None,
         start: Any = None,
         end: Any = None,
     ) -> schedule.Scheduled:
         """The resources to extract and the packages to extract them into."""
+        clock = args.clock
         try:
-            plan = build_plan(data, self.pipeline_name, table_name, hint_changes)
+            plan = build_plan(data, self.pipeline_name, args.table_name, args.hint_changes)
             counted_from = self._extract_base()
             restated = None
             if restate:
