@@ -16,6 +16,7 @@ import copy
 import dataclasses
 import datetime
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,12 +28,18 @@ from sparkload.exceptions import ResourceError
 UTC = datetime.timezone.utc
 LEDGER_KEY = "intervals"
 _TINY = datetime.timedelta(microseconds=1)
+# The fields of a text time column's format, most significant first: text in a format made
+# of a prefix of them (with any fixed separators) sorts as its times do.
+_SORTABLE_FIELDS = ("%Y", "%m", "%d", "%H", "%M", "%S", "%f")
 
 
 def as_utc(value: Any, what: str) -> datetime.datetime:
     """A datetime, date or ISO text as an aware UTC datetime (naive means UTC)."""
     if isinstance(value, str):
-        parsed = pendulum.parse(value, tz="UTC")
+        try:
+            parsed = pendulum.parse(value, tz="UTC")
+        except ValueError as exc:  # pendulum's ParserError
+            raise ResourceError(f"{what}: {value!r} is not a date or a datetime") from exc
         if not isinstance(parsed, datetime.datetime):
             if isinstance(parsed, datetime.date):
                 return datetime.datetime(parsed.year, parsed.month, parsed.day, tzinfo=UTC)
@@ -108,6 +115,8 @@ class Intervals:
         self.batch_size = batch_size
         self.end_value = as_utc(end, "intervals end") if end is not None else None
         self.allow_partials = allow_partials
+        if time_column_format is not None:
+            _check_sortable(time_column_format)
         self.time_column_format = time_column_format
         self.window: Window | None = None
 
@@ -199,6 +208,19 @@ class Intervals:
         if self.allow_partials and partial is not None:
             windows.append(partial)
         return windows
+
+
+def _check_sortable(time_format: str) -> None:
+    """A text time column is compared with a window's bounds as text (as SQLMesh does), so
+    its format must sort as time does: '%d/%m/%Y' would put 02/02/2024 inside a window of
+    1-3 January, and replacing that window would delete it."""
+    fields = [field for field in re.findall(r"%.", time_format) if field != "%%"]
+    if not fields or fields != list(_SORTABLE_FIELDS[: len(fields)]):
+        raise ResourceError(
+            f"intervals: time_column_format {time_format!r} does not sort as text in time order; "
+            "its fields must run from year down, zero-padded: %Y, %m, %d, %H, %M, %S, %f "
+            "(e.g. '%Y-%m-%d' or '%Y-%m-%d %H:%M:%S')"
+        )
 
 
 def _regular_step(cron: str) -> datetime.timedelta | None:

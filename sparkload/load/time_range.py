@@ -71,12 +71,10 @@ class TimeRange:
         column = F.col(quote(self.column))
         kind = self._kind(table, data_type)
         if kind == "text":
-            assert self.time_format is not None
-            low, high = (
-                F.lit(self.start.strftime(self.time_format)),
-                F.lit(self.end.strftime(self.time_format)),
-            )
-            return (column >= low) & (column < high)
+            low, from_low, high, to_high = self._text_bounds()
+            above = column >= F.lit(low) if from_low == ">=" else column > F.lit(low)
+            below = column < F.lit(high) if to_high == "<" else column <= F.lit(high)
+            return above & below
         if kind == "date":
             column = column.cast("timestamp")
         return (column >= F.lit(self.start)) & (column < F.lit(self.end))
@@ -86,14 +84,36 @@ class TimeRange:
         column = quote(self.column)
         kind = self._kind(table, data_type)
         if kind == "text":
-            assert self.time_format is not None
-            low = string_literal(self.start.strftime(self.time_format))
-            high = string_literal(self.end.strftime(self.time_format))
+            low, from_low, high, to_high = self._text_bounds()
+            low, high = string_literal(low), string_literal(high)
         else:
+            from_low, to_high = ">=", "<"
             if kind == "date":
                 column = f"CAST({column} AS TIMESTAMP)"
             low, high = timestamp_literal(self.start), timestamp_literal(self.end)
-        return conjunction([f"{column} >= {low}", f"{column} < {high}"])
+        return conjunction([f"{column} {from_low} {low}", f"{column} {to_high} {high}"])
+
+    def _text_bounds(self) -> tuple[str, str, str, str]:
+        """The window's bounds as text and how each compares. A bound the format cuts
+        short (a partial window ending at 12:00 in a '%Y-%m-%d' column) stands for the
+        earlier time it was cut to: text equal to a cut end is inside the window, text
+        equal to a cut start is not."""
+        assert self.time_format is not None
+        low, high = self.start.strftime(self.time_format), self.end.strftime(self.time_format)
+        return (
+            low,
+            ">=" if self._exact(low, self.start) else ">",
+            high,
+            "<" if self._exact(high, self.end) else "<=",
+        )
+
+    def _exact(self, text: str, moment: datetime.datetime) -> bool:
+        assert self.time_format is not None
+        try:
+            parsed = datetime.datetime.strptime(text, self.time_format)
+        except ValueError:
+            return True
+        return parsed == moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
 
 
 def replace_where(table: DeltaTable, df: DataFrame, predicate: str, load_id: str) -> None:

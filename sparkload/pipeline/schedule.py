@@ -71,7 +71,9 @@ def batches(
 ) -> list[Batch]:
     """The packages of one run, in order (none when every resource is up to date)."""
     timed = interval_resources(plan, state, execution_time)
-    has_plain = any(entry.resource.intervals is None for entry in walk(plan))
+    # Plain resources run in the first package (a transformer of an interval resource runs
+    # with its parent, so it alone does not make a package).
+    has_plain = bool(_select(plan, functools.partial(_runs, windows={}, index=0)))
     count = max([len(r.windows) for r in timed.values()] + [1 if has_plain else 0])
     result = []
     for index in range(count):
@@ -80,16 +82,20 @@ def batches(
     return result
 
 
-def _runs(entry: ExtractPlanItem, windows: Mapping[str, Window], index: int) -> bool:
+def _runs(entry: ExtractPlanItem, fed: bool, windows: Mapping[str, Window], index: int) -> bool:
     if entry.resource.intervals is not None:
         return entry.resource.name in windows
-    return index == 0
+    # A plain transformer runs whenever its parent does: each batch of an interval
+    # resource feeds it that batch's items.
+    return fed or index == 0
 
 
-def _select(plan: list[ExtractPlanItem], keep: Any) -> list[ExtractPlanItem]:
+def _select(plan: list[ExtractPlanItem], keep: Any, fed: bool = False) -> list[ExtractPlanItem]:
     """The entries ``keep`` accepts (a transformer is fed only by a parent that runs)."""
     return [
-        dataclasses.replace(entry, children=_select(entry.children, keep)) for entry in plan if keep(entry)
+        dataclasses.replace(entry, children=_select(entry.children, keep, fed=True))
+        for entry in plan
+        if keep(entry, fed)
     ]
 
 
