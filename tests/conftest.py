@@ -13,6 +13,23 @@ import sparkload as sl
 from sparkload.normalize.normalizer import SYSTEM_COLUMNS
 
 _names = itertools.count()
+AIRFLOW_TESTS = Path(__file__).parent / "airflow"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-airflow",
+        action="store_true",
+        help="run tests/airflow against a real Apache Airflow (installed by `nox -s airflow`)",
+    )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """tests/airflow needs Apache Airflow, which the everyday install leaves out; its nox
+    session installs it and asks for these tests with --run-airflow."""
+    if AIRFLOW_TESTS in (collection_path, *collection_path.parents) and not config.getoption("--run-airflow"):
+        return True
+    return None
 
 
 @pytest.fixture(autouse=True)

@@ -308,11 +308,6 @@ def test_the_leak_guard_keeps_rows_of_other_windows_already_in_the_table(pipelin
     assert ("leak",) not in project(pipeline, "events__tags", "value")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: pipeline.run returns only the last batch's LoadInfo, so rows dropped "
-    "outside the window in an earlier batch of a backfill are missing from LoadInfo.notes",
-)
 def test_rows_dropped_in_an_earlier_batch_are_listed_in_the_runs_notes(pipeline: sl.Pipeline) -> None:
     calls: list[datetime.datetime] = []
 
@@ -327,6 +322,11 @@ def test_rows_dropped_in_an_earlier_batch_are_listed_in_the_runs_notes(pipeline:
     assert calls == [TWO_DAYS_AGO, TODAY - DAY]
     assert project(pipeline, "events", "n") == [(1,), (1,)]
     assert any("1 rows outside the window" in note for note in info.notes), info.notes
+    # the run reports both batches' packages, not only the last
+    assert len(info.loads_ids) == 2 and info.load_id == info.loads_ids[-1]
+    assert info.row_counts == {"events": 2}
+    assert [t["load_id"] for t in info.tables] == info.loads_ids
+    assert "2 loads" in str(info) and "2 rows" in str(info)
 
 
 # -- idempotency: a crash mid-backfill ---------------------------------------------------------

@@ -19,7 +19,7 @@ import hashlib
 import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import orjson
 import pendulum
@@ -42,6 +42,9 @@ class IncrementalUnboundError(ResourceError):
 
 class Incremental(Generic[TCursor]):
     """dlt's ``Incremental``, with its arguments and attributes."""
+
+    # Set by ``incremental[T]``: the cursor's type when no initial_value shows it.
+    declared_type: ClassVar[type | None] = None
 
     # Arguments that config can give one by one (``SOURCES__<ARG>__CURSOR_PATH``).
     config_fields = (
@@ -88,6 +91,7 @@ class Incremental(Generic[TCursor]):
         self.lag = lag
         self.range_start = range_start
         self.range_end = range_end
+        self.cursor_type: type | None = self.declared_type
         # What a bound incremental knows while its resource runs.
         self.resource_name: str | None = None
         self.start_value: Any = initial_value
@@ -115,8 +119,17 @@ class Incremental(Generic[TCursor]):
     def last_value(self, value: Any) -> None:
         self._last_value = value
 
-    def __class_getitem__(cls, item: Any) -> Any:  # ``incremental[int](...)`` as in dlt
-        return cls
+    def __class_getitem__(cls, item: Any) -> Any:
+        """``incremental[int](...)`` as in dlt: the cursor's type, which an external
+        scheduler's interval bounds are converted to."""
+        if isinstance(item, TypeVar) or item is Any or not isinstance(item, type):
+            return cls
+        typed = _TYPED.get((cls, item))
+        if typed is None:
+            typed = _TYPED[(cls, item)] = type(
+                f"{cls.__name__}[{item.__name__}]", (cls,), {"declared_type": item}
+            )
+        return typed
 
     def __repr__(self) -> str:
         return (
@@ -137,6 +150,8 @@ class Incremental(Generic[TCursor]):
         """An override passed to a resource (``repo_issues(created_at=incremental(initial_value=…))``)
         takes what it does not set from the incremental the function declares."""
         merged = copy.copy(declared)
+        if self.cursor_type is not None:
+            merged.cursor_type = self.cursor_type
         for name in ("cursor_path", "initial_value", "end_value", "primary_key", "row_order", "lag"):
             value = getattr(self, name)
             if value is not None:
@@ -163,13 +178,6 @@ class Incremental(Generic[TCursor]):
         """A fresh copy for one run of ``resource_name``, reading (and later writing) its state."""
         if not self.cursor_path:
             raise ResourceError(f"resource '{resource_name}': incremental needs a cursor_path")
-        if self.allow_external_schedulers and _in_airflow_task():
-            # Taking the range from Airflow's data interval is not built yet: refuse rather
-            # than load from the stored cursor while the DAG expects its interval.
-            raise ResourceError(
-                f"resource '{resource_name}': allow_external_schedulers=True inside an Airflow task "
-                "is not supported yet; set it to False to use the stored cursor"
-            )
         bound = copy.copy(self)
         bound.resource_name = resource_name
         bound._rows_at_last = []
@@ -181,7 +189,14 @@ class Incremental(Generic[TCursor]):
                 (self.primary_key,) if isinstance(self.primary_key, str) else tuple(self.primary_key)
             )
         start, hashes = self.initial_value, ()
-        if self.end_value is None and resource_state is not None:
+        interval = external_interval() if self.allow_external_schedulers else None
+        if interval is not None:
+            # The scheduler's data interval is the range, and the stored cursor is not used:
+            # each scheduled run loads its own interval, whatever ran before.
+            bound.initial_value = start = self._as_cursor_type(interval[0])
+            bound.end_value = self._as_cursor_type(interval[1])
+            bound._state = None
+        elif self.end_value is None and resource_state is not None:
             # A backfill (end_value given) reads and writes no state: chunks can run in parallel.
             cursors = resource_state.setdefault("incremental", {})
             fresh = {
@@ -202,6 +217,15 @@ class Incremental(Generic[TCursor]):
         bound.start_value = bound.last_value = start
         bound._start_hashes = frozenset(hashes)
         return bound
+
+    def _as_cursor_type(self, instant: datetime.datetime) -> Any:
+        """An interval bound in the cursor's type: the declared one (``incremental[int]``), else
+        that of ``initial_value`` or ``end_value``, else a UTC datetime."""
+        kind = self.cursor_type
+        for example in (self.initial_value, self.end_value):
+            if kind is None and example is not None:
+                kind = type(example)
+        return external_bound(instant, kind)
 
     # -- filtering -------------------------------------------------------------------------------------
     def filter(self, items: Iterator[Any], upstream: Any = None) -> Iterator[Any]:
@@ -399,19 +423,74 @@ def _one_of(name: str, value: Any, allowed: tuple[Any, ...]) -> None:
         raise ResourceError(f"incremental {name} must be one of {allowed}, got {value!r}")
 
 
-def _in_airflow_task() -> bool:
-    """Whether this runs inside an Airflow task (Airflow 3's or 2's task context)."""
+def external_interval() -> tuple[datetime.datetime, datetime.datetime] | None:
+    """The running Airflow task's data interval (see ``scheduler_interval``), or None outside
+    an Airflow task."""
+    context = _airflow_context()
+    if context is None:
+        return None
+    from sparkload.pipeline import current
+
+    return scheduler_interval(
+        context.get("data_interval_start"), context.get("data_interval_end"), current.execution_time()
+    )
+
+
+def scheduler_interval(
+    start: datetime.datetime | None, end: datetime.datetime | None, now: datetime.datetime
+) -> tuple[datetime.datetime, datetime.datetime]:
+    """A scheduler's data interval as the cursor range, in UTC, by dlt's rules.
+
+    The end is ``now`` (the run's ``execution_time``) when the interval ends in the future or
+    has no end, and when it is empty (``start == end``, a manual run): such a run loads from
+    its logical date up to now. A run without a start (Airflow 3's manual run without a
+    logical date) starts now too, so it loads nothing rather than everything.
+    """
+    now = _utc(now)
+    first = now if start is None else _utc(start)
+    last = now if end is None else _utc(end)
+    if last > now or first == last:
+        last = now
+    return first, max(first, last)
+
+
+def external_bound(instant: datetime.datetime, kind: type | None) -> Any:
+    """``instant`` as a cursor of type ``kind``: ISO-8601 text (``...Z``), a Unix timestamp
+    (int or float), a date, or a UTC datetime."""
+    if kind is None or issubclass(kind, datetime.datetime):
+        return instant
+    if issubclass(kind, bool):
+        raise ResourceError("an external scheduler's interval cannot bound a boolean cursor")
+    if issubclass(kind, int):
+        return int(instant.timestamp())
+    if issubclass(kind, float):
+        return instant.timestamp()
+    if issubclass(kind, datetime.date):
+        return instant.date()
+    if issubclass(kind, str):
+        return instant.isoformat().replace("+00:00", "Z")
+    raise ResourceError(
+        f"an external scheduler's interval cannot be converted to a cursor of type {kind.__name__}; "
+        "use a str, int, float, date or datetime cursor"
+    )
+
+
+def _airflow_context() -> Mapping[str, Any] | None:
+    """The running Airflow task's context (Airflow 3's task SDK, or Airflow 2), or None."""
     for module, name in (
         ("airflow.sdk", "get_current_context"),
         ("airflow.operators.python", "get_current_context"),
     ):
         try:
             get_context = getattr(__import__(module, fromlist=[name]), name)
-            get_context()
+            context: Mapping[str, Any] = get_context()
         except Exception:  # not installed, or no task running
             continue
-        return True
-    return False
+        return context
+    return None
+
+
+_TYPED: dict[tuple[type, type], type] = {}
 
 
 def declares_incremental(func: Callable[..., Any] | None) -> bool:
@@ -444,6 +523,10 @@ def bind_incrementals(
             continue
         if declared is not None and value is not declared:
             value = value.merged_with(declared)
+        annotated_type = getattr(param.annotation, "declared_type", None)
+        if value.cursor_type is None and annotated_type is not None:  # ``x: incremental[int] = …``
+            value = copy.copy(value)
+            value.cursor_type = annotated_type
         incremental = value.bind(resource_name, resource_primary_key, resource_state, reset)
         arguments[name] = incremental
         bound.append(incremental)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import datetime
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -20,20 +21,34 @@ _windows: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.Context
     "sparkload_windows", default=None
 )
 
+# The run's clock (its ``execution_time``).
+_clock: contextvars.ContextVar[datetime.datetime | None] = contextvars.ContextVar(
+    "sparkload_clock", default=None
+)
+
 
 @contextlib.contextmanager
 def extraction(
-    pipeline: Any, state: dict[str, Any], windows: Mapping[str, Any] | None = None
+    pipeline: Any,
+    state: dict[str, Any],
+    windows: Mapping[str, Any] | None = None,
+    clock: datetime.datetime | None = None,
 ) -> Iterator[None]:
-    """Make ``pipeline``, the state being extracted and the interval resources' windows
-    visible to resources."""
-    tokens = (_pipeline.set(pipeline), _state.set(state), _windows.set(windows))
+    """Make ``pipeline``, the state being extracted, the interval resources' windows and the
+    run's clock visible to resources."""
+    tokens = (_pipeline.set(pipeline), _state.set(state), _windows.set(windows), _clock.set(clock))
     try:
         yield
     finally:
         _pipeline.reset(tokens[0])
         _state.reset(tokens[1])
         _windows.reset(tokens[2])
+        _clock.reset(tokens[3])
+
+
+def execution_time() -> datetime.datetime:
+    """The running extraction's ``execution_time`` (now, outside a run)."""
+    return _clock.get() or datetime.datetime.now(datetime.timezone.utc)
 
 
 def interval_window(resource_name: str) -> Any:

@@ -243,8 +243,9 @@ class Pipeline:
         for batch in scheduled.batches:
             self._extract_batch(scheduled.plan, batch, clock)
             self.normalize()
-            info = self.load()
+            info = info.followed_by(self.load())
         info.notes[:0] = scheduled.notes
+        self.last_trace.last_load_info = info
         return info
 
     @_locked
@@ -345,7 +346,7 @@ class Pipeline:
             working_state = copy.deepcopy(base)
             inference = SchemaInference(self.spark)
             try:
-                with current.extraction(self, working_state, batch.windows):
+                with current.extraction(self, working_state, batch.windows, clock):
                     extractor = Extractor(package.extracted_dir, self.progress.items, inference.file_closed)
                     tables = extractor.run(batch.plan)
             except BaseException:
@@ -449,7 +450,8 @@ class Pipeline:
 
     @_locked
     def load(self) -> LoadInfo:
-        """Load every normalized package, then commit its state; returns the last LoadInfo."""
+        """Load every normalized package, each followed by its state; returns what all of
+        them loaded."""
         trace = self._trace()
         info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         for package in list_packages(self._staged):
@@ -501,11 +503,11 @@ class Pipeline:
             finally:
                 self.progress.finish("load")
             trace.add(StepTiming("load", time.perf_counter() - started))
-            info = LoadInfo(
+            package_info = LoadInfo(
                 self.pipeline_name,
                 self.dataset_uri,
                 package.load_id,
-                [entry.to_dict() for entry in loads],
+                [{**entry.to_dict(), "load_id": package.load_id} for entry in loads],
                 list(trace.timings),
                 [
                     f"table '{table['name']}': column name collision resolved: {note}"
@@ -513,7 +515,9 @@ class Pipeline:
                     for note in table["collisions"]
                 ]
                 + loader.notes,
+                [package.load_id],
             )
+            info = info.followed_by(package_info)
             package.delete()
         trace.last_load_info = info
         return info
