@@ -208,11 +208,6 @@ def test_decimal_hint_absorbs_ints(pipeline: sl.Pipeline) -> None:
         assert [str(r["x"]) for r in rows] == ["3.00", "-40.00"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ints and Decimals in one load are split by the JSON conflict splitter (first "
-    "type wins) before the hint applies, so the decimal column gets x__v_bigint / x__v_decimal",
-)
 def test_decimal_hint_holds_ints_mixed_with_decimals(pipeline: sl.Pipeline) -> None:
     pipeline.run(
         [{"id": 1, "x": D("1.5")}, {"id": 2, "x": 3}],
@@ -272,12 +267,9 @@ def test_variant_columns_across_loads_lose_no_value(make_pipeline: Any, disposit
         assert [variant_family(r, "v") for r in rows] == [{"v": 5}, {"v__v_text": "x"}, {"v__v_double": 2.5}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: in a load mixing ints and floats, the ints bound for an existing bigint column go "
-    "to v__v_double too (5 becomes v__v_double=5.0, v is NULL); dlt keeps them in v",
-)
-def test_ints_next_to_a_float_stay_in_the_existing_bigint_column(pipeline: sl.Pipeline) -> None:
+def test_ints_next_to_a_float_stay_in_the_existing_bigint_column(make_pipeline: Any) -> None:
+    pipeline = make_pipeline(on_destructive_change="warn")  # the float makes a variant column
+
     def run(rows: list[dict[str, Any]]) -> None:
         pipeline.run(rows, table_name="var", write_disposition="merge", primary_key="id")
 
@@ -286,6 +278,57 @@ def test_ints_next_to_a_float_stay_in_the_existing_bigint_column(pipeline: sl.Pi
 
     for rows in both_readers(pipeline, "var"):
         assert [variant_family(r, "v") for r in rows] == [{"v": 6}, {"v__v_double": 2.5}]
+
+
+def test_ints_next_to_a_float_stay_in_a_nested_bigint_column(make_pipeline: Any) -> None:
+    pipeline = make_pipeline(on_destructive_change="warn")
+    pipeline.run([{"id": 1, "user": {"age": 5}}], table_name="people", primary_key="id")
+    pipeline.run(
+        [{"id": 2, "user": {"age": 6}}, {"id": 3, "user": {"age": 7.5}}],
+        table_name="people",
+        primary_key="id",
+    )
+
+    assert delta_types(pipeline, "people")["user__age"] == "long"
+    for rows in both_readers(pipeline, "people"):
+        assert [variant_family(r, "user__age") for r in rows] == [
+            {"user__age": 5},
+            {"user__age": 6},
+            {"user__age__v_double": 7.5},
+        ]
+
+
+def test_a_bigint_hint_keeps_ints_apart_from_floats(pipeline: sl.Pipeline) -> None:
+    """A hinted column decides like an existing one: without the hint, 1 and 2.5 would share
+    a double column."""
+    pipeline.run(
+        [{"id": 1, "v": 1}, {"id": 2, "v": 2.5}], table_name="hinted", columns={"v": {"data_type": "bigint"}}
+    )
+
+    assert delta_types(pipeline, "hinted")["v"] == "long"
+    for rows in both_readers(pipeline, "hinted"):
+        assert [variant_family(r, "v") for r in rows] == [{"v": 1}, {"v__v_double": 2.5}]
+
+
+def test_decimal_hint_holds_ints_that_come_first(pipeline: sl.Pipeline) -> None:
+    pipeline.run(
+        [{"id": 1, "x": 3}, {"id": 2, "x": D("1.5")}, {"id": 3, "x": 2**60}],
+        table_name="hinted",
+        columns={"x": {"data_type": "decimal", "precision": 38, "scale": 2}},
+    )
+
+    assert [k for k in delta_types(pipeline, "hinted") if k.startswith("x")] == ["x"]
+    for rows in both_readers(pipeline, "hinted"):
+        assert [r["x"] for r in rows] == [D("3.00"), D("1.50"), D(2**60)]
+
+
+def test_an_existing_decimal_column_takes_ints_mixed_with_decimals(pipeline: sl.Pipeline) -> None:
+    pipeline.run([{"id": 1, "x": D("0.25")}], table_name="prices")
+    pipeline.run([{"id": 2, "x": 4}, {"id": 3, "x": D("1.5")}], table_name="prices")
+
+    assert [k for k in delta_types(pipeline, "prices") if k.startswith("x")] == ["x"]
+    for rows in both_readers(pipeline, "prices"):
+        assert [r["x"] for r in rows] == [D("0.25"), D(4), D("1.5")]
 
 
 def test_conflicting_types_within_one_load_each_value_lands_exactly_once(pipeline: sl.Pipeline) -> None:

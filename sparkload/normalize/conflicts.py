@@ -3,24 +3,26 @@
 Spark's JSON reader needs one type per field; when a field holds, say, numbers in some
 rows and strings in others, it refuses the file. Only then does this module read the
 staged lines in Python again (two passes: the types of each field, then the rewrite).
-dlt's rule decides: the column's type in the destination table, else the first type seen
-for a field, keeps the field, and a value of an incompatible type moves to
+dlt's rule decides: the column's type in the destination table, else its ``data_type``
+hint, else the first type seen for a field, keeps the field, and a value of an incompatible type moves to
 ``<key>\\x00v_<type>``, which normalization names ``<col>__v_<type>``. Ints and floats
-share a field; a field that also holds integers beyond ±2**53 (tagged text) has all its
-ints tagged so none is read as a double.
-The happy path never comes here.
+share a field, except where the column is bigint; a field that also holds integers beyond
+±2**53 (tagged text) has all its ints tagged so none is read as a double; ints in a decimal
+field become decimals.
+The happy path never comes here. It also handles what the JSON reader does not see as a
+conflict: ints and floats read as double for a bigint column.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 from pyspark.sql import types as T
 
-from sparkload.extract.serialize import TAG, TAG_BIGINT, TAGS
+from sparkload.extract.serialize import TAG, TAG_BIGINT, TAG_DECIMAL, TAGS
 from sparkload.normalize.columns import VARIANT_KEY_MARK
 from sparkload.normalize.naming import normalize_path
 
@@ -48,26 +50,57 @@ def _family(value_type: str) -> str:
 
 
 # Destination column types that decide a field's JSON type. Others (timestamps held as
-# ISO text, decimals …) are typed after reading, so they give no preference here.
+# ISO text …) are typed after reading, so they give no preference here.
 _JSON_TYPE_OF_COLUMN: dict[type[T.DataType], str] = {
     T.LongType: "bigint",
     T.DoubleType: "double",
     T.BooleanType: "bool",
     T.StringType: "text",
+    T.DecimalType: "decimal",
+}
+# The same for a column that does not exist yet but has a ``data_type`` hint.
+_JSON_TYPE_OF_HINT = {
+    "bigint": "bigint",
+    "double": "double",
+    "bool": "bool",
+    "text": "text",
+    "decimal": "decimal",
 }
 
 
-def destination_types(schema: T.StructType | None) -> Callable[[Path_], str | None]:
-    """The JSON type a field must have to land in its existing destination column."""
+def preferred_types(
+    schema: T.StructType | None, hints: Mapping[str, Mapping[str, Any]] | None = None
+) -> Callable[[Path_], str | None]:
+    """The JSON type a field must have to land in its column: the existing destination
+    column's, else the ``data_type`` hint's."""
     columns = {f.name: type(f.dataType) for f in schema.fields} if schema is not None else {}
+    hinted = {name: str(h.get("data_type")) for name, h in (hints or {}).items() if h.get("data_type")}
 
     def preferred(path: Path_) -> str | None:
-        if not columns or "[]" in path:
+        if "[]" in path:
             return None  # list items land in nested tables
-        column_type = columns.get(normalize_path(list(path)))
-        return _JSON_TYPE_OF_COLUMN.get(column_type) if column_type is not None else None
+        name = normalize_path(list(path))
+        if name in columns:
+            return _JSON_TYPE_OF_COLUMN.get(columns[name])
+        return _JSON_TYPE_OF_HINT.get(hinted.get(name, ""))
 
     return preferred
+
+
+def doubles_for_bigint_columns(schema: T.StructType, preferred: Callable[[Path_], str | None]) -> bool:
+    """Whether the JSON reader made a field double (ints and floats together) whose column
+    is bigint: the ints must then stay ints, so the floats are split off."""
+
+    def walk(struct: T.StructType, path: Path_) -> bool:
+        for field in struct.fields:
+            here = path + (field.name,)
+            if isinstance(field.dataType, T.StructType) and walk(field.dataType, here):
+                return True
+            if isinstance(field.dataType, T.DoubleType) and preferred(here) == "bigint":
+                return True
+        return False
+
+    return walk(schema, ())
 
 
 class _FieldTypes:
@@ -77,6 +110,7 @@ class _FieldTypes:
         self.first: dict[Path_, str] = {}
         self.seen: dict[Path_, set[str]] = {}
         self.preferred = preferred
+        self.pinned: set[Path_] = set()  # fields whose type the column decides
 
     def visit(self, item: Any, path: Path_ = ()) -> None:
         if isinstance(item, list):
@@ -91,7 +125,10 @@ class _FieldTypes:
             if value_type is None:
                 continue
             if key_path not in self.first:
-                self.first[key_path] = self.preferred(key_path) or value_type
+                pinned = self.preferred(key_path)
+                self.first[key_path] = pinned or value_type
+                if pinned:
+                    self.pinned.add(key_path)
             self.seen.setdefault(key_path, set()).add(value_type)
             self.visit(value, key_path)
 
@@ -100,8 +137,15 @@ class _FieldTypes:
         current = _family(value_type)
         if first == current:
             return True
-        # Ints and floats share a column (read as double) unless wide ints would be rounded.
-        return {first, current} == {"bigint", "double"} and "wide_bigint" not in self.seen[path]
+        if first == "decimal" and current == "bigint":
+            return True  # an int is an exact decimal (rewritten as one)
+        if {first, current} != {"bigint", "double"}:
+            return False
+        # Ints and floats share a field (read as double), unless the column is bigint (its
+        # ints must stay ints) or wide ints would be rounded.
+        if first == "bigint" and path in self.pinned:
+            return False
+        return "wide_bigint" not in self.seen[path]
 
 
 class _Rewriter:
@@ -120,7 +164,10 @@ class _Rewriter:
             if value_type is None:
                 out[key] = value
             elif self.types.compatible(key_path, value_type):
-                if value_type == "bigint" and "wide_bigint" in self.types.seen[key_path]:
+                if _family(value_type) == "bigint" and self.types.first[key_path] == "decimal":
+                    digits = value[len(TAG_BIGINT) :] if isinstance(value, str) else str(value)
+                    value = TAG_DECIMAL + digits
+                elif value_type == "bigint" and "wide_bigint" in self.types.seen[key_path]:
                     value = TAG_BIGINT + str(value)
                 out[key] = self.rewrite(value, key_path)
             elif value_type in ("object", "array"):
@@ -138,11 +185,11 @@ def _lines(files: list[Path]) -> Iterator[Any]:
                 yield orjson.loads(line)
 
 
-def split_conflicts(source_dir: Path, target_dir: Path, destination: T.StructType | None = None) -> None:
+def split_conflicts(source_dir: Path, target_dir: Path, preferred: Callable[[Path_], str | None]) -> None:
     """Rewrite every staged NDJSON file of ``source_dir`` into ``target_dir`` without conflicts;
-    ``destination`` is the schema of the table the rows go to, if it exists."""
+    ``preferred`` gives the type a field's column decides (see ``preferred_types``)."""
     files = sorted(source_dir.glob("*.jsonl"))
-    types = _FieldTypes(destination_types(destination))
+    types = _FieldTypes(preferred)
     for item in _lines(files):
         types.visit(item)
     rewriter = _Rewriter(types)

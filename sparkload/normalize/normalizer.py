@@ -26,7 +26,7 @@ from sparkload.exceptions import NormalizeError
 from sparkload.extract.storage import ARROW_DIR, JSON_DIR
 from sparkload.load.sql import quote
 from sparkload.normalize.columns import Flattened, NestedList, flatten, flatten_element
-from sparkload.normalize.conflicts import split_conflicts
+from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_types, split_conflicts
 from sparkload.normalize.infer import ColumnSpec, infer_columns
 from sparkload.normalize.json_schema import INFER_ALL
 
@@ -89,15 +89,18 @@ class TableNormalizer:
         """Normalize one extracted table into Parquet folders under ``out_uri`` (one per
         table); ``json_schema`` is its staged NDJSON's schema if extraction inferred it."""
         schema = T._parse_datatype_json_string(json_schema) if json_schema else None
+        preferred = preferred_types(self.destination_schema(table), self.column_hints)
         try:
-            return self._normalize(table, self._read(extracted, schema=schema), out_uri)
+            raw = self._read(extracted, schema=schema)
+            if not doubles_for_bigint_columns(raw.schema, preferred):
+                return self._normalize(table, raw, out_uri)
         except Exception as exc:
             if not _is_json_type_conflict(exc):
                 raise
         # Some field holds values of different JSON types: split them and read again.
         logger.info("table '%s': values of conflicting types, splitting into variant columns", table)
         split_dir = extracted / "json_split"
-        split_conflicts(extracted / JSON_DIR, split_dir, self.destination_schema(table))
+        split_conflicts(extracted / JSON_DIR, split_dir, preferred)
         return self._normalize(table, self._read(extracted, json_dir=split_dir), out_uri)
 
     def _read(self, extracted: Path, json_dir: Path | None = None, schema: Any = None) -> DataFrame:
