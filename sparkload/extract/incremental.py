@@ -16,6 +16,7 @@ import base64
 import copy
 import datetime
 import hashlib
+import importlib
 import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -476,16 +477,16 @@ def external_bound(instant: datetime.datetime, kind: type | None) -> Any:
 
 
 def _airflow_context() -> Mapping[str, Any] | None:
-    """The running Airflow task's context (Airflow 3's task SDK, or Airflow 2), or None."""
-    for module, name in (
-        ("airflow.sdk", "get_current_context"),
-        ("airflow.operators.python", "get_current_context"),
-    ):
+    """The running Airflow task's context (Airflow 3's task SDK, else Airflow 2's), or None."""
+    for module in ("airflow.sdk", "airflow.operators.python"):
         try:
-            get_context = getattr(__import__(module, fromlist=[name]), name)
+            get_context = importlib.import_module(module).get_current_context
+        except (ImportError, AttributeError):
+            continue  # not this Airflow
+        try:
             context: Mapping[str, Any] = get_context()
-        except Exception:  # not installed, or no task running
-            continue
+        except Exception:  # no task is running
+            return None
         return context
     return None
 
