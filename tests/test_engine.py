@@ -130,3 +130,22 @@ def test_local_cluster_mode_runs_the_same_pipeline(tmp_path: Path) -> None:
     table = deltalake.DeltaTable(str(lake / "cluster_dataset" / "nums")).to_pyarrow_table()
     assert sorted(table.column("id").to_pylist()) == list(range(5000))
     assert table.column("user__n").to_pylist().count(0) == len([i for i in range(5000) if i % 7 == 0])
+
+
+def test_code_given_to_python_dash_c_runs(tmp_path: Path) -> None:
+    """``python -c``: PySpark's client takes such runs for its doctests and, without a JVM
+    Spark home (pyspark-client has none), used to exit the process."""
+    code = textwrap.dedent(
+        f"""
+        import sparkload as sl
+        pipeline = sl.pipeline("inline", destination=sl.destinations.delta({str(tmp_path / "lake")!r}),
+                               pipelines_dir={str(tmp_path / "pl")!r})
+        print("ROWS", pipeline.run([{{"id": 1}}, {{"id": 2}}], table_name="t").row_counts["t"])
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_HOME"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ROWS 2" in done.stdout
+    table = deltalake.DeltaTable(str(tmp_path / "lake" / "inline_dataset" / "t")).to_pyarrow_table()
+    assert sorted(table.column("id").to_pylist()) == [1, 2]

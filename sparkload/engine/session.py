@@ -8,6 +8,7 @@ then the embedded Sail server.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from sparkload.config import get_config_value
@@ -45,6 +46,7 @@ def _connect(url: str) -> Any:
         ) from exc
     session = _sessions.get(url)
     if session is None:
+        _let_pyspark_connect_from_inline_code()
         builder = SparkSession.builder.remote(url)
         for key, value in SESSION_CONF.items():
             builder = builder.config(key, value)
@@ -52,6 +54,18 @@ def _connect(url: str) -> Any:
         _sessions[url] = session
     _configure(session)
     return session
+
+
+def _let_pyspark_connect_from_inline_code() -> None:
+    """Under ``python -c``, PySpark's Connect client takes the run for its own doctests and
+    looks for a JVM Spark home, and pyspark-client (which has none) then exits the process.
+    Its module folder is a Spark home for that check (and is the real one of a full pyspark)."""
+    main = sys.modules.get("__main__")
+    uninitialized = getattr(main, "__spec__", None) is None and not hasattr(main, "__file__")
+    if uninitialized and not hasattr(sys, "ps1") and "SPARK_HOME" not in os.environ:
+        import pyspark
+
+        os.environ["SPARK_HOME"] = os.path.dirname(os.path.abspath(pyspark.__file__))
 
 
 def _configure(session: Any) -> None:

@@ -48,6 +48,11 @@ class ExtractPlanItem:
     children: list[ExtractPlanItem] = dataclasses.field(default_factory=list)
 
 
+def every_entry(plan: list[ExtractPlanItem]) -> list[ExtractPlanItem]:
+    """The entries of ``plan`` and, after each, its transformers', depth first."""
+    return [entry for root in plan for entry in [root, *every_entry(root.children)]]
+
+
 def normalize_column_path(name: str) -> str:
     """``"user__firstName"`` → ``"user__first_name"``: each part of a flattened path."""
     return normalize_path([part for part in name.split("__") if part] or [name])

@@ -22,6 +22,7 @@ from sparkload.extract.extractor import (
     ExtractedTable,
     Extractor,
     ExtractPlanItem,
+    every_entry,
     hints_for_manifest,
     normalize_column_path,
 )
@@ -607,7 +608,7 @@ def _add_time_ranges(
     plan: list[Any], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
 ) -> None:
     """Tell the loader which window each interval resource's tables replace."""
-    specs = {entry.resource.name: entry.resource.intervals for entry in schedule.walk(plan)}
+    specs = {entry.resource.name: entry.resource.intervals for entry in every_entry(plan)}
     for table in tables.values():
         window = windows.get(table.resource)
         spec = specs.get(table.resource)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import types as T
 
 from sparkload.exceptions import SparkloadError
-from sparkload.extract.extractor import ExtractPlanItem, normalize_column_path
+from sparkload.extract.extractor import ExtractPlanItem, every_entry, normalize_column_path
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.intervals import Window
 from sparkload.load import destructive
@@ -184,7 +184,7 @@ def make_plan(
     state = pipeline.state
     tables = [
         _table_plan(pipeline, entry, normalized, state)
-        for entry in schedule.walk(scheduled.plan)
+        for entry in every_entry(scheduled.plan)
         if not callable(entry.resource.table_name)
     ]
     restated = scheduled.restatement.restated if scheduled.restatement is not None else {}
@@ -199,7 +199,7 @@ def make_plan(
             len(windows.get(entry.resource.name, [])),
             _inclusive(*restated[entry.resource.name]) if entry.resource.name in restated else None,
         )
-        for entry in schedule.walk(scheduled.plan)
+        for entry in every_entry(scheduled.plan)
         if entry.resource.intervals is not None
     ]
     ignored = (
@@ -283,7 +283,7 @@ def _incremental_starts(plan: list[ExtractPlanItem], state: Mapping[str, Any]) -
     import inspect
 
     starts: dict[str, Any] = {}
-    for entry in schedule.walk(plan):
+    for entry in every_entry(plan):
         func = entry.resource._func
         if func is None:
             continue

@@ -12,10 +12,10 @@ with root tables only: a root's nested tables are the dataset's folders named
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-from sparkload.extract.extractor import ExtractedTable, ExtractPlanItem
+from sparkload.extract.extractor import ExtractedTable, ExtractPlanItem, every_entry
 from sparkload.normalize.naming import normalize_table_name
 
 TABLES_KEY = "tables"
@@ -33,7 +33,7 @@ def record(state: dict[str, Any], plan: list[ExtractPlanItem], tables: Iterable[
         for table in tables
         if table.rows or table.hints["write_disposition"]["disposition"] == "replace"
     }
-    for entry in _walk(plan):
+    for entry in every_entry(plan):
         resource = entry.resource
         # An extracted table names the first resource that wrote to it; a table that several
         # resources fill is theirs too when they name it statically. (One of them that wrote
@@ -47,12 +47,6 @@ def record(state: dict[str, Any], plan: list[ExtractPlanItem], tables: Iterable[
             recorded = state.setdefault(TABLES_KEY, {})
             known = recorded.setdefault(entry.source_name, {}).setdefault(resource.name, [])
             known[:] = sorted(set(known) | names)
-
-
-def _walk(plan: list[ExtractPlanItem]) -> Iterator[ExtractPlanItem]:
-    for entry in plan:
-        yield entry
-        yield from _walk(entry.children)
 
 
 def root_tables(state: dict[str, Any]) -> dict[ResourceKey, list[str]]:

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from sparkload.extract.extractor import ExtractPlanItem
+from sparkload.extract.extractor import ExtractPlanItem, every_entry
 from sparkload.extract.intervals import LEDGER_KEY, Window, record
 
 
@@ -44,10 +44,6 @@ class Scheduled:
         return list(self.restatement.notes) if self.restatement is not None else []
 
 
-def walk(plan: list[ExtractPlanItem]) -> list[ExtractPlanItem]:
-    return [entry for root in plan for entry in [root, *walk(root.children)]]
-
-
 def resource_state_of(state: Mapping[str, Any], source: str, resource: str) -> Mapping[str, Any]:
     return state.get("sources", {}).get(source, {}).get("resources", {}).get(resource, {})
 
@@ -57,7 +53,7 @@ def interval_resources(
 ) -> dict[str, IntervalResource]:
     """The windows each interval resource of ``plan`` has to load at ``execution_time``."""
     found = {}
-    for entry in walk(plan):
+    for entry in every_entry(plan):
         spec = entry.resource.intervals
         if spec is None:
             continue
@@ -110,4 +106,4 @@ def record_windows(state: dict[str, Any], batch: Batch, plan_sources: Mapping[st
 
 
 def sources_by_resource(plan: list[ExtractPlanItem]) -> dict[str, str]:
-    return {entry.resource.name: entry.source_name for entry in walk(plan)}
+    return {entry.resource.name: entry.source_name for entry in every_entry(plan)}
