@@ -685,5 +685,7 @@ def test_the_time_range_strategy_without_intervals_fails_clearly(pipeline: sl.Pi
 
     with pytest.raises(PipelineStepFailed, match="intervals argument") as failed:
         pipeline.run(plain)
-    assert "sl.sources.intervals" in str(failed.value)
+    assert failed.value.step == "extract"  # refused before anything was extracted
+    assert "sl.sources.intervals" in str(failed.value) and "'plain'" in str(failed.value)
     assert not deltalake.DeltaTable.is_deltatable(f"{pipeline.dataset_uri}/plain")
+    assert not pipeline.has_pending_data()  # nothing waits to be retried

@@ -323,6 +323,7 @@ class Pipeline:
         clock = args.clock
         try:
             plan = build_plan(data, self.pipeline_name, args.table_name, args.hint_changes)
+            schedule.refuse_time_ranges_without_intervals(plan)
             counted_from = self._extract_base()
             restated = None
             if restate:

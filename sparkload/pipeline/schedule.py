@@ -14,6 +14,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+from sparkload.exceptions import ResourceError
 from sparkload.extract.extractor import ExtractPlanItem, every_entry
 from sparkload.extract.intervals import LEDGER_KEY, Window, record
 
@@ -42,6 +43,19 @@ class Scheduled:
     @property
     def notes(self) -> list[str]:
         return list(self.restatement.notes) if self.restatement is not None else []
+
+
+def refuse_time_ranges_without_intervals(plan: list[ExtractPlanItem]) -> None:
+    """The time-range strategy replaces the window an ``intervals`` argument gives; a
+    resource without one is refused before anything is extracted."""
+    for entry in every_entry(plan):
+        disposition = entry.resource.hints.write_disposition
+        if disposition.strategy == "time-range" and entry.resource.intervals is None:
+            raise ResourceError(
+                f"resource '{entry.resource.name}': the time-range strategy takes its window from "
+                "the resource's intervals argument: declare one, e.g. "
+                "window=sl.sources.intervals('ts', start=...)"
+            )
 
 
 def resource_state_of(state: Mapping[str, Any], source: str, resource: str) -> Mapping[str, Any]:
