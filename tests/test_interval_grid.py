@@ -9,7 +9,7 @@ import pytest
 from croniter import croniter
 
 from sparkload.extract import intervals
-from sparkload.extract.intervals import Intervals
+from sparkload.extract.intervals import Intervals, Window
 
 UTC = datetime.timezone.utc
 
@@ -49,3 +49,30 @@ def test_a_year_of_hours_in_weekly_batches() -> None:
     assert sum(w.intervals for w in windows) == 8760
     assert len(windows) == 53  # 52 full weeks and one day
     assert all(a.end == b.start for a, b in zip(windows, windows[1:], strict=False))
+
+
+def test_the_guides_interval_counts() -> None:
+    """001_… "Calculating intervals" (Figures 1 and 2): start 12am two days ago, now 12pm
+    today. Daily: 3 intervals, today's incomplete; hourly: 60, all complete; tomorrow at
+    12pm: 84, of which the 24 from 12pm yesterday to 12pm today are not processed."""
+    today = datetime.datetime(2024, 10, 27, tzinfo=UTC)
+    start, noon = today - datetime.timedelta(days=2), today + datetime.timedelta(hours=12)
+
+    complete, partial = Intervals("ts", start=start, cron="@daily").grid(noon)
+    assert [(w.start, w.end) for w in complete] == [
+        (start, start + datetime.timedelta(days=1)),
+        (start + datetime.timedelta(days=1), today),
+    ]
+    assert partial is not None and (partial.start, partial.end, partial.partial) == (today, noon, True)
+    assert len(complete) + 1 == 3
+    assert Intervals("ts", start=start, cron="@daily").batches(noon, []) == [Window(start, today, 2)]
+
+    hourly = Intervals("ts", start=start, cron="@hourly")
+    complete, partial = hourly.grid(noon)
+    assert len(complete) == 60 and partial is None
+    assert complete[0].start == start and complete[-1].end == noon
+    tomorrow_noon = noon + datetime.timedelta(days=1)
+    complete, partial = hourly.grid(tomorrow_noon)
+    assert len(complete) == 84 and partial is None
+    ledger = [[start.isoformat(), noon.isoformat()]]  # the 60 backfilled intervals
+    assert hourly.batches(tomorrow_noon, ledger) == [Window(noon, tomorrow_noon, 24)]

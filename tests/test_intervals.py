@@ -214,6 +214,54 @@ def test_a_daily_resource_run_every_hour_does_nothing_until_a_day_has_passed(pip
     assert row_count(pipeline, "events") == 72
 
 
+def test_an_hourly_and_a_daily_resource_run_every_hour_load_hourly_and_once_a_day(
+    pipeline: sl.Pipeline,
+) -> None:
+    """001_… "Running run": run at least hourly for the hourly model; "another model with a
+    cron of daily will only run once per day when 24 hours have elapsed"."""
+    hourly_feed = Feed(hourly_rows(TWO_DAYS_AGO, 72))
+    daily_feed = Feed(hourly_rows(TWO_DAYS_AGO, 72))
+
+    @sl.source
+    def shop() -> Any:
+        return hourly_feed.resource("hourly", cron="@hourly"), daily_feed.resource("daily", cron="@daily")
+
+    for hour in range(25):
+        pipeline.run(shop(), execution_time=TODAY + hour * HOUR)
+
+    assert hourly_feed.calls == [(TWO_DAYS_AGO, TODAY)] + [
+        (TODAY + (hour - 1) * HOUR, TODAY + hour * HOUR) for hour in range(1, 25)
+    ]
+    assert daily_feed.calls == [(TWO_DAYS_AGO, TODAY), (TODAY, TODAY + DAY)]
+    for table in ("hourly", "daily"):
+        assert project(pipeline, table, "id") == [(i,) for i in range(72)], table
+        assert ledger(pipeline, table, section="shop") == [span(TWO_DAYS_AGO, TODAY + DAY)]
+    # the daily table got a commit in two of the 25 runs only, the hourly table in every one
+    assert len(commits(pipeline, "daily")) == 2
+    assert len(commits(pipeline, "hourly")) == 25
+
+
+def test_moving_start_earlier_loads_only_the_intervals_before_the_old_start(pipeline: sl.Pipeline) -> None:
+    """Missing intervals are all intervals minus the ledger (001_… "Counting time"), not
+    "everything after the newest loaded time": a start moved back leaves a gap before the
+    processed range, and the next run fills exactly that gap."""
+    early = TWO_DAYS_AGO - 3 * DAY
+    feed = Feed(hourly_rows(early, 5 * 24))
+    pipeline.run(feed.resource(cron="@daily"), execution_time=TODAY)
+    assert feed.calls == [(TWO_DAYS_AGO, TODAY)]
+    first_load = {r["id"]: r[LOAD_ID] for r in delta_rows(pipeline, "events")}
+    assert sorted(first_load) == list(range(72, 120))
+
+    feed.calls.clear()
+    pipeline.run(feed.resource(cron="@daily", start=early), execution_time=TODAY)
+    assert feed.calls == [(early, TWO_DAYS_AGO)]
+    assert project(pipeline, "events", "id") == [(i,) for i in range(120)]
+    assert row_count(pipeline, "events__tags") == 240
+    assert ledger(pipeline) == [span(early, TODAY)]
+    loads = {r["id"]: r[LOAD_ID] for r in delta_rows(pipeline, "events")}
+    assert {i: loads[i] for i in first_load} == first_load  # the processed days untouched
+
+
 # -- 001_ "Scheduling computations": batch_size ----------------------------------------------
 
 

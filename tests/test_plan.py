@@ -16,11 +16,13 @@ import pytest
 from conftest import delta_rows
 
 import sparkload as sl
+from sparkload.exceptions import DestructiveChangeError, PipelineStepFailed
 from sparkload.pipeline.plan import PlanOutdatedError
 
 UTC = datetime.timezone.utc
 START = datetime.datetime(2024, 9, 20, tzinfo=UTC)
 NOW = datetime.datetime(2024, 9, 27, tzinfo=UTC)
+LOAD_ID = "_sparkload_load_id"
 
 
 def day(n: int) -> datetime.datetime:
@@ -99,12 +101,17 @@ def test_apply_writes_exactly_the_plan_then_a_new_plan_is_empty_and_applies_noth
     assert {(t.table, t.status) for t in again.tables} == {("daily", "unchanged"), ("users", "unchanged")}
     assert again.incrementals == {"users.updated": 5}
     versions = {t: deltalake.DeltaTable(f"{pipeline.dataset_uri}/{t}").version() for t in ("daily", "users")}
+    state_version = pipeline.state["_state_version"]
     only_intervals = pipeline.plan(daily_source(calls).with_resources("daily"), execution_time=NOW)
     assert not only_intervals.has_changes
     assert "No changes" in str(only_intervals)
+    before = snapshot(pipeline.dataset_uri)
     only_intervals.apply()
     assert calls == []
     assert {t: deltalake.DeltaTable(f"{pipeline.dataset_uri}/{t}").version() for t in versions} == versions
+    # no file of any table, the state table included, was added or changed
+    assert snapshot(pipeline.dataset_uri) == before
+    assert pipeline.state["_state_version"] == state_version
 
 
 def test_apply_refuses_when_the_destination_moved_on(pipeline: sl.Pipeline) -> None:
@@ -170,12 +177,113 @@ def test_a_plan_with_extract_knows_the_schema_from_the_data_and_apply_loads_with
 def test_a_restatement_plan_lists_restated_ranges_and_ignored_resources(pipeline: sl.Pipeline) -> None:
     calls: list[Any] = []
     pipeline.run(daily_source(calls), execution_time=NOW)
+    before = snapshot(pipeline.dataset_uri)
+    calls.clear()
     plan = pipeline.plan(
         daily_source(calls), restate=["daily", "users"], start=day(3), end=day(5), execution_time=NOW
     )
+    assert calls == [] and snapshot(pipeline.dataset_uri) == before  # a plan writes nothing
     (daily,) = plan.intervals
     assert daily.restated == ("2024-09-23", "2024-09-24")
     assert daily.missing == [("2024-09-23", "2024-09-24")]
     assert plan.ignored == {"users": None}
     text = str(plan)
     assert "Restated:" in text and "Ignored resources (expected start):" in text
+
+
+def test_apply_after_a_partial_backfill_writes_exactly_the_windows_the_plan_lists(
+    pipeline: sl.Pipeline,
+) -> None:
+    calls: list[Any] = []
+    pipeline.run(daily_source(calls).with_resources("daily"), execution_time=day(3))
+    first = {r["ts"]: r[LOAD_ID] for r in delta_rows(pipeline, "daily")}
+    commits_before = len(deltalake.DeltaTable(f"{pipeline.dataset_uri}/daily").history())
+    calls.clear()
+
+    plan = pipeline.plan(daily_source(calls).with_resources("daily"), execution_time=NOW)
+    (daily,) = plan.intervals
+    assert (daily.missing, daily.batches) == ([("2024-09-23", "2024-09-26")], 2)
+    listed = {
+        datetime.date.fromisoformat(low) + datetime.timedelta(days=d)
+        for low, high in daily.missing
+        for d in range((datetime.date.fromisoformat(high) - datetime.date.fromisoformat(low)).days + 1)
+    }
+    plan.apply()
+
+    assert calls == [(day(3), day(6)), (day(6), day(7))]
+    rows = delta_rows(pipeline, "daily")
+    written = {r["ts"].date() for r in rows if r[LOAD_ID] not in set(first.values())}
+    assert written == listed  # the new rows are exactly the listed days
+    assert {ts: load for ts, load in ((r["ts"], r[LOAD_ID]) for r in rows) if ts in first} == first
+    assert len(rows) == 7 * 2
+    history = deltalake.DeltaTable(f"{pipeline.dataset_uri}/daily").history()
+    assert len(history) - commits_before == daily.batches  # one commit per listed batch
+    ledger = pipeline.state["sources"]["api"]["resources"]["daily"]["intervals"]
+    assert ledger == [[START.isoformat(), NOW.isoformat()]]
+
+
+def test_apply_refuses_when_another_writer_committed_to_a_planned_table(pipeline: sl.Pipeline) -> None:
+    calls: list[Any] = []
+    pipeline.run(daily_source(calls).with_resources("daily"), execution_time=day(3))
+    plan = pipeline.plan(daily_source(calls).with_resources("daily"), execution_time=NOW)
+    table = deltalake.DeltaTable(f"{pipeline.dataset_uri}/daily")
+    table.delete("v = 1")  # someone else's commit, not through this pipeline
+    calls.clear()
+    after_their_commit = snapshot(pipeline.dataset_uri)
+    with pytest.raises(PlanOutdatedError, match="the destination changed since this plan was made"):
+        plan.apply()
+    assert calls == []
+    assert snapshot(pipeline.dataset_uri) == after_their_commit
+
+
+@pytest.mark.parametrize("how", ["restated", "replace"])
+def test_a_plan_lists_the_cursor_start_the_run_then_uses(pipeline: sl.Pipeline, how: str) -> None:
+    """A fully refreshed resource (a restatement reaching its start, or a replace) starts
+    its cursor over from the initial value; the plan must say so, not the stored value."""
+    seen: list[Any] = []
+
+    def users(disposition: str) -> sl.Resource:
+        @sl.resource(name="users", primary_key="id", write_disposition=disposition)
+        def users(updated: Any = sl.sources.incremental("updated", initial_value=day(3))) -> Iterator[Any]:
+            seen.append(updated.start_value)
+            yield from ({"id": n, "updated": day(n)} for n in (4, 5))
+
+        return users
+
+    disposition = "merge" if how == "restated" else "replace"
+    pipeline.run(users(disposition))
+    restate = {"restate": ["users"], "start": day(3)} if how == "restated" else {}
+    plan = pipeline.plan(users(disposition), **restate)
+    plan.apply()
+    assert seen[-1] == day(3)  # the run started over
+    assert plan.incrementals == {"users.updated": seen[-1]}
+
+
+def test_a_plan_flags_a_destructive_change_and_apply_stops_before_any_commit(pipeline: sl.Pipeline) -> None:
+    pipeline.run([{"id": 1, "v": 10}], table_name="items", primary_key="id", write_disposition="merge")
+    before = (deltalake.DeltaTable(f"{pipeline.dataset_uri}/items").version(), delta_rows(pipeline, "items"))
+    resource = sl.resource([{"id": 2, "v": "ten"}], name="items", primary_key="id", write_disposition="merge")
+    plan = pipeline.plan(resource, extract=True)
+    (items,) = plan.tables
+    assert [(c.column, c.old, c.destructive) for c in items.type_changes] == [("v", "bigint", True)]
+    assert "(destructive)" in str(plan)
+    with pytest.raises(PipelineStepFailed) as failed:
+        plan.apply()
+    assert isinstance(failed.value.__cause__, DestructiveChangeError)
+    assert "table 'items': column 'v' changes type from bigint to text" in str(failed.value)
+    after = (deltalake.DeltaTable(f"{pipeline.dataset_uri}/items").version(), delta_rows(pipeline, "items"))
+    assert after == before
+
+
+def test_a_plan_shows_a_key_change_as_destructive(pipeline: sl.Pipeline) -> None:
+    rows = [{"id": 1, "region": "eu"}]
+    pipeline.run(rows, table_name="items", primary_key="id", write_disposition="merge")
+    plan = pipeline.plan(
+        sl.resource(rows, name="items", primary_key=["id", "region"], write_disposition="merge")
+    )
+    (items,) = plan.tables
+    assert items.status == "changed"
+    assert [(c.new, c.destructive) for c in items.type_changes] == [
+        ("primary key changes from ['id'] to ['id', 'region']", True)
+    ]
+    assert "(destructive)" in str(plan)

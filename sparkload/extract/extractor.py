@@ -83,6 +83,7 @@ def hints_for_manifest(hints: TableHints, root_key: bool, max_table_nesting: int
         # Merge tables always carry the root key so deletes can reach nested rows.
         "root_key": root_key or wd.disposition == "merge",
         "on_destructive_change": hints.on_destructive_change,
+        "refresh": hints.refresh,
     }
 
 

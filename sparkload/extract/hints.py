@@ -162,6 +162,9 @@ class TableHints:
     max_table_nesting: int | None = None
     # None: the pipeline's default applies.
     on_destructive_change: str | None = None
+    # Load this run as into empty tables: a full refresh (dlt's refresh="drop_data"), which a
+    # restatement asks of resources that cannot reload a range. Cursors start over.
+    refresh: bool = False
 
     @classmethod
     def build(
@@ -206,7 +209,14 @@ class TableHints:
         if changes.get("on_destructive_change") is not None:
             policy = destructive_change_policy(changes["on_destructive_change"])
             current = dataclasses.replace(current, on_destructive_change=policy)
+        if changes.get("refresh") is not None:
+            current = dataclasses.replace(current, refresh=bool(changes["refresh"]))
         return current
+
+    @property
+    def starts_over(self) -> bool:
+        """Whether a run starts the cursors over: a replace does in dlt, and so does a refresh."""
+        return self.refresh or self.write_disposition.disposition == "replace"
 
     def column_names_with(self, hint: str) -> tuple[str, ...]:
         return tuple(name for name, hints in self.columns.items() if hints.get(hint))

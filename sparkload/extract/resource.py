@@ -191,7 +191,7 @@ class Resource:
             self.hints.primary_key,
             _resource_state(self.name),
             # dlt: a replace starts the resource's incrementals over from their initial value
-            reset=self.hints.write_disposition.disposition == "replace",
+            reset=self.hints.starts_over,
         )
         if self.intervals is not None:
             from sparkload.pipeline import current

@@ -10,13 +10,15 @@ import dataclasses
 import datetime
 import functools
 import logging
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sparkload.load import destructive, dispositions, keyed_merge, scd2, time_range
+from sparkload.load import destructive, dispositions, keyed_merge, merge_sql, scd2, sequence, time_range
 from sparkload.load.commits import TableCommit
 from sparkload.load.delta_log import list_tables
 from sparkload.load.fixed_frames import FixedFrames
@@ -30,6 +32,10 @@ from sparkload.normalize.normalizer import LOAD_ID, NormalizedTable
 from sparkload.pipeline.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPackage
 
 logger = logging.getLogger(__name__)
+
+# Table commits of one load running at once: enough to overlap a root table with its
+# nested tables; the engine, not this number, decides how much CPU they get.
+_CONCURRENT_COMMITS = 4
 
 
 def _append(table: DeltaTable, df: DataFrame, load_id: str) -> None:
@@ -82,6 +88,7 @@ class Loader:
             package.read(LOADED_MANIFEST) if package.has(LOADED_MANIFEST) else {}
         )
         self._on_table = on_table
+        self._record_lock = threading.Lock()
         # Warnings for the LoadInfo (rows dropped outside a time window).
         self.notes: list[str] = []
 
@@ -93,9 +100,30 @@ class Loader:
         for root, hints in self.hints.items():
             family = [t for t in self.tables if t.root == root]
             commits += self._prepare_family(root, family, hints)
-        for commit in commits:
-            self._commit(commit)
+        self._commit_all(commits)
         return [TableLoad(**entry) for entry in self.done.values()]
+
+    def _commit_all(self, commits: list[TableCommit]) -> None:
+        """Commit the tables side by side. No commit depends on another table's commit
+        (what one table's change needs of another's old contents was fixed in the package
+        while preparing), and the engine overlaps their scans and writes. Every commit is
+        tried even when another fails; the first failure is raised after all have ended."""
+        by_table: dict[str, list[TableCommit]] = {}
+        for commit in commits:
+            by_table.setdefault(commit.table, []).append(commit)
+
+        def commit_in_turn(table_commits: list[TableCommit]) -> None:
+            for commit in table_commits:
+                self._commit(commit)
+
+        with (
+            merge_sql.tagged_commits(self.spark, self.load_id),
+            ThreadPoolExecutor(max_workers=_CONCURRENT_COMMITS, thread_name_prefix="commit") as pool,
+        ):
+            futures = [pool.submit(commit_in_turn, group) for group in by_table.values()]
+        failures = [error for error in (future.exception() for future in futures) if error is not None]
+        if failures:
+            raise failures[0]
 
     def _check_destructive_changes(self) -> list[str]:
         """Refuse (or note) destructive changes against the tables as they are now."""
@@ -107,7 +135,7 @@ class Loader:
             for table in family:
                 policy_of[table.name] = hints.get("on_destructive_change") or self.on_destructive_change
             policy_of.setdefault(root, hints.get("on_destructive_change") or self.on_destructive_change)
-            if disposition == "replace":
+            if disposition == "replace" or hints.get("refresh"):
                 continue  # the table is rebuilt from this load: nothing of it is destroyed
             for table in family:
                 schema = DeltaTable(self.spark, self.dataset_uri, table.name).schema()
@@ -127,21 +155,35 @@ class Loader:
         strategy = wd.get("strategy") or "delete-insert"
         if disposition == "merge" and strategy == "delete-insert" and not (primary_key or merge_key):
             declared = disposition = "append"  # dlt: merge without keys falls back to append
-        existing_children = [name for name in list_tables(self.dataset_uri) if name.startswith(root + "__")]
+        refresh = bool(hints.get("refresh"))
+        if refresh and disposition == "append":
+            disposition = "replace"  # a refreshed append table holds this load's rows alone
+        existing = list_tables(self.dataset_uri)
+        existing_children = [name for name in existing if name.startswith(root + "__")]
         truncate = functools.partial(_truncate, load_id=self.load_id)
 
         time_ranged = disposition == "merge" and strategy == "time-range"
         if not family:
             if time_ranged:  # an empty window still replaces what the table held in it
                 return self._prepare_merge(root, family, {}, hints, existing_children)
-            # The resource yielded nothing: a replace still empties its tables, as in dlt.
-            if disposition != "replace":
+            # The resource yielded nothing: a replace (or refresh) still empties its tables,
+            # as in dlt.
+            if disposition != "replace" and not refresh:
                 return []
             return [TableCommit(name, 0, declared, truncate) for name in [root, *existing_children]]
         frames = {t.name: self._typed(t) for t in family}
         rows = {t.name: t.rows for t in family}
         if disposition == "merge":
-            return self._prepare_merge(root, family, frames, hints, existing_children)
+            commits = self._prepare_merge(root, family, frames, hints, existing_children, refresh)
+            if refresh:
+                # Nothing of the old loads stays in the tables this load does not fill.
+                filled = {commit.table for commit in commits}
+                commits += [
+                    TableCommit(name, 0, declared, truncate)
+                    for name in [*existing_children, sequence.tombstone_table(root)]
+                    if name in existing and name not in filled
+                ]
+            return commits
         if disposition == "append":
             return [self._append(t.name, rows[t.name], declared, frames[t.name]) for t in family]
         commits = [
@@ -169,6 +211,7 @@ class Loader:
         frames: dict[str, DataFrame],
         hints: dict[str, Any],
         existing_children: list[str],
+        refresh: bool = False,
     ) -> list[TableCommit]:
         config = merge_config(root, hints, self.execution_time)
         root_info = next((t for t in family if t.name == root), None)
@@ -183,6 +226,7 @@ class Loader:
             children=[t.name for t in family if t.name != root]
             + [name for name in existing_children if name not in frames],
             fixed=FixedFrames(self.spark, self.package.fixed_folder),
+            refresh=refresh,
             has_duplicates=bool(config.primary_key)
             and root_info is not None
             and (root_info.distinct_keys is None or root_info.distinct_keys < root_info.rows),
@@ -217,10 +261,12 @@ class Loader:
         table = DeltaTable(self.spark, self.dataset_uri, name)
         if not self._already_committed(table, commit.disposition):
             with_commit_retry(lambda: commit.action(table), f"table '{name}'")
-        self.done[name] = TableLoad(name, commit.rows, table.version(), commit.disposition).to_dict()
-        self.package.write(LOADED_MANIFEST, self.done)
-        if self._on_table is not None:
-            self._on_table(name)
+        loaded = TableLoad(name, commit.rows, table.version(), commit.disposition).to_dict()
+        with self._record_lock:
+            self.done[name] = loaded
+            self.package.write(LOADED_MANIFEST, self.done)
+            if self._on_table is not None:
+                self._on_table(name)
 
     def _already_committed(self, table: DeltaTable, disposition: str) -> bool:
         if not table.exists():

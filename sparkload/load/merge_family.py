@@ -43,8 +43,12 @@ class MergeFamily:
     fixed: FixedFrames
     # True when the load holds several rows for one primary key.
     has_duplicates: bool
+    # A full refresh: the strategy sees empty tables, and each table it fills is overwritten.
+    refresh: bool = False
 
     def table(self, name: str) -> DeltaTable:
+        if self.refresh:
+            return _Emptied(self.spark, self.dataset_uri, name)
         return DeltaTable(self.spark, self.dataset_uri, name)
 
     @property
@@ -64,8 +68,17 @@ class MergeFamily:
         return TableCommit(name, rows, "merge", action)
 
     def append(self, name: str, df: DataFrame, rows: int) -> TableCommit:
+        """The commit that fills a table that does not exist yet (or is refreshed)."""
         check_types(df, self.table(name).schema(), name)
-        return self.commit(name, rows, functools.partial(dispositions.append, df=df, load_id=self.load_id))
+        write = dispositions.replace if self.refresh else dispositions.append
+        return self.commit(name, rows, functools.partial(write, df=df, load_id=self.load_id))
+
+
+class _Emptied(DeltaTable):
+    """A table as a full refresh sees it before its commit: not there. Its commit overwrites it."""
+
+    def exists(self) -> bool:
+        return False
 
 
 def of_roots(df: DataFrame, root_ids: DataFrame) -> DataFrame:

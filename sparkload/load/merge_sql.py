@@ -9,10 +9,11 @@ adds new columns of the load in that same commit. Values never appear in the SQL
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from sparkload.load.schema_check import align_to_table, check_types
 from sparkload.load.sql import conjunction, delta_path, qualified, quote
@@ -21,6 +22,7 @@ from sparkload.normalize.normalizer import LOAD_ID
 
 SOURCE, TARGET = "s", "t"
 _views = itertools.count()
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 def is_marker() -> str:
@@ -63,6 +65,10 @@ def when_not_matched_insert_all(condition: str | None = None) -> str:
     return f"WHEN NOT MATCHED{_and(condition)} THEN INSERT *"
 
 
+def when_not_matched_by_source_delete(condition: str | None = None) -> str:
+    return f"WHEN NOT MATCHED BY SOURCE{_and(condition)} THEN DELETE"
+
+
 def _and(condition: str | None) -> str:
     return f" AND ({condition})" if condition else ""
 
@@ -78,7 +84,8 @@ def source_of(table: DeltaTable, rows: DataFrame, markers: DataFrame | None = No
 
 
 def merge_into(table: DeltaTable, source: DataFrame, on: str, clauses: Sequence[str], load_id: str) -> None:
-    """Run ``MERGE WITH SCHEMA EVOLUTION INTO <table> USING <source> ON <on> <clauses>``."""
+    """Run ``MERGE WITH SCHEMA EVOLUTION INTO <table> USING <source> ON <on> <clauses>``
+    (inside ``tagged_commits``, which tags it with the load id)."""
     spark = source.sparkSession
     view = f"sparkload_merge_{next(_views)}_{load_id.replace('.', '_')}"
     source.createOrReplaceTempView(view)
@@ -86,10 +93,19 @@ def merge_into(table: DeltaTable, source: DataFrame, on: str, clauses: Sequence[
         f"MERGE WITH SCHEMA EVOLUTION INTO {delta_path(table.uri)} AS {quote(TARGET)} "
         f"USING {quote(view)} AS {quote(SOURCE)} ON {on} " + " ".join(clauses)
     )
-    # JVM Delta records this in commitInfo.userMetadata; Sail 0.7 ignores it for MERGE.
-    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", load_id)
     try:
-        spark.sql(statement).collect()
+        spark.sql(statement)  # a command runs when it is sent
     finally:
-        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
         spark.catalog.dropTempView(view)
+
+
+@contextlib.contextmanager
+def tagged_commits(spark: SparkSession, load_id: str) -> Iterator[None]:
+    """Tag the SQL commits (MERGE) made inside with ``load_id``: JVM Delta records it in
+    commitInfo.userMetadata (Sail 0.7 ignores it). Set once around all of a load's
+    commits, which may run in several threads of the one session."""
+    spark.conf.set(_USER_METADATA, load_id)
+    try:
+        yield
+    finally:
+        spark.conf.unset(_USER_METADATA)

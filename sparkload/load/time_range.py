@@ -24,10 +24,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkload.exceptions import LoadError
+from sparkload.load import merge_sql
 from sparkload.load.commits import TableCommit
 from sparkload.load.merge_family import MergeFamily, no_ids, replace_children
 from sparkload.load.schema_check import align_to_table, check_types
-from sparkload.load.sql import conjunction, quote, string_literal, timestamp_literal
+from sparkload.load.sql import conjunction, qualified, quote, string_literal, timestamp_literal
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.normalizer import ID
 
@@ -79,9 +80,9 @@ class TimeRange:
             column = column.cast("timestamp")
         return (column >= F.lit(self.start)) & (column < F.lit(self.end))
 
-    def predicate(self, table: str, data_type: T.DataType) -> str:
-        """The same test as SQL text, for ``replaceWhere``."""
-        column = quote(self.column)
+    def predicate(self, table: str, data_type: T.DataType, alias: str | None = None) -> str:
+        """The same test as SQL text, for ``replaceWhere`` (or a MERGE, on the table ``alias``)."""
+        column = qualified(alias, self.column) if alias else quote(self.column)
         kind = self._kind(table, data_type)
         if kind == "text":
             low, from_low, high, to_high = self._text_bounds()
@@ -116,12 +117,35 @@ class TimeRange:
         return parsed == moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def replace_where(table: DeltaTable, df: DataFrame, predicate: str, load_id: str) -> None:
-    """One overwrite commit of the rows matching ``predicate``."""
+def replace_window(
+    table: DeltaTable, df: DataFrame, window: TimeRange, data_type: T.DataType, load_id: str
+) -> None:
+    """One commit that replaces the rows inside ``window`` by ``df``.
+
+    A ``replaceWhere`` overwrite, which skips the files outside the window; but the
+    engine's replaceWhere cannot add columns, so a load bringing new ones (additive, so it
+    must proceed) deletes the window's rows and inserts its own in one MERGE with schema
+    evolution instead.
+    """
     destination = table.schema()
     check_types(df, destination, table.name)
     df = align_to_table(df, destination)
-    table.writer(df, "overwrite", load_id).option("replaceWhere", predicate).save(table.uri)
+    if destination is None or set(df.columns) <= set(destination.fieldNames()):
+        predicate = window.predicate(table.name, data_type)
+        table.writer(df, "overwrite", load_id).option("replaceWhere", predicate).save(table.uri)
+        return
+    merge_sql.merge_into(
+        table,
+        df,
+        on="FALSE",  # no source row matches a target row: every one is inserted
+        clauses=[
+            merge_sql.when_not_matched_insert_all(),
+            merge_sql.when_not_matched_by_source_delete(
+                window.predicate(table.name, data_type, merge_sql.TARGET)
+            ),
+        ],
+        load_id=load_id,
+    )
 
 
 @dataclasses.dataclass
@@ -155,13 +179,14 @@ def prepare(family: MergeFamily, time_range: TimeRange) -> Prepared:
         commits = [family.append(family.root, rows, kept)]
         commits += replace_children(family, no_ids(family.spark), rows.select(ID) if outside else None)
         return Prepared(commits, outside)
-    predicate = time_range.predicate(family.root, data_type)
     check_types(rows, destination, family.root)
     commits = [
         family.commit(
             family.root,
             kept,
-            functools.partial(replace_where, df=rows, predicate=predicate, load_id=family.load_id),
+            functools.partial(
+                replace_window, df=rows, window=time_range, data_type=data_type, load_id=family.load_id
+            ),
         )
     ]
     if family.children:

@@ -415,7 +415,9 @@ class Pipeline:
             hints[name] = extracted["hints"]
             if not extracted["rows"]:
                 continue
-            replacing = extracted["hints"]["write_disposition"]["disposition"] == "replace"
+            replacing = extracted["hints"]["write_disposition"]["disposition"] == "replace" or extracted[
+                "hints"
+            ].get("refresh")
 
             def destination_schema(table: str, replacing: bool = replacing) -> Any:
                 # A replaced table takes the load's types; other tables keep theirs.
@@ -589,7 +591,7 @@ def _add_empty_replace_tables(
     interval resource that yielded nothing for its window still empties the window."""
     for entry in plan:
         resource = entry.resource
-        empties = resource.write_disposition.disposition == "replace" or resource.name in windows
+        empties = resource.hints.starts_over or resource.name in windows
         if not empties or callable(resource.table_name):
             continue
         name = normalize_table_name(str(resource.table_name))

@@ -287,9 +287,12 @@ def _incremental_starts(plan: list[ExtractPlanItem], state: Mapping[str, Any]) -
         func = entry.resource._func
         if func is None:
             continue
-        stored = schedule.resource_state_of(state, entry.source_name, entry.resource.name).get(
-            "incremental", {}
-        )
+        # A replace or a full refresh starts its cursors over, as the run does.
+        stored = (
+            {}
+            if entry.resource.hints.starts_over
+            else schedule.resource_state_of(state, entry.source_name, entry.resource.name)
+        ).get("incremental", {})
         for param in inspect.signature(func).parameters.values():
             if isinstance(param.default, Incremental):
                 cursor = param.default.cursor_path

@@ -6,8 +6,9 @@ and of the transformers that read from them.
   ledger is read without them for this run); time-range replacement makes that
   idempotent;
 - any other resource is not idempotent (append, merge, scd2): following SQLMesh it is
-  fully refreshed (replaced, its cursors reset) when the restated start is at or before
-  its own start (its incremental's initial value; no start means all of time), and
+  fully refreshed (loaded as into empty tables, in one commit per table, its cursors
+  reset) when the restated start is at or before its own start (its incremental's
+  initial value; no start means all of time), and
   otherwise ignored: not run at all this time (a transformer fed by a restated window
   would load it twice), with a note naming the start it expects;
 - a resource with ``disable_restatement=True`` refuses to be restated; scd2 resources
@@ -126,7 +127,9 @@ def restate(
                 notes.append(f"transformers {fed} are not run either: their parent is ignored")
             return None
         refreshed = resource._clone()
-        refreshed.apply_hints(write_disposition="replace")  # also resets its cursors
+        # Loaded as into empty tables with its own disposition (an scd2 table stays scd2,
+        # a merge is deduplicated), its cursors started over.
+        refreshed.hints = refreshed.hints.merge(refresh=True)
         return dataclasses.replace(entry, resource=refreshed, children=children)
 
     kept = [e for e in (visit(entry, False) for entry in plan) if e is not None]
