@@ -927,6 +927,7 @@ def test_a_row_without_the_cursor_path_raises_naming_the_resource(pipeline: sl.P
         pipeline.run(some_data_without_cursor_path())
 
     for failure in (listed.value, run.value):
+        assert "IncrementalCursorError" in error_types(failure)
         assert "some_data_without_cursor_path" in error_text(failure)
         assert "updated_at" in error_text(failure)
     assert not table_exists(pipeline, "some_data_without_cursor_path")
@@ -948,6 +949,7 @@ def test_a_none_cursor_value_raises_naming_the_resource(pipeline: sl.Pipeline) -
         pipeline.run(some_data_without_cursor_value())
 
     for failure in (listed.value, run.value):
+        assert "IncrementalCursorError" in error_types(failure)
         assert "some_data_without_cursor_value" in error_text(failure)
         assert "updated_at" in error_text(failure)
     assert not table_exists(pipeline, "some_data_without_cursor_value")
@@ -1191,6 +1193,131 @@ def test_lag_on_a_date_cursor_is_in_days(pipeline: sl.Pipeline) -> None:
     assert cursor_state(pipeline, "days", "d")["last_value"] == datetime.date(2024, 1, 3)
 
 
+def test_lag_never_moves_the_stored_cursor_back(pipeline: sl.Pipeline) -> None:
+    """lag is "subtracted from the last_value loaded": a run that brings nothing newer than
+    the stored cursor (nothing at all, or only a row inside the window) keeps that cursor,
+    so every run starts ``lag`` before the newest value ever loaded. dlt keeps the stored
+    last value forward-only when lag is applied, and writes no state for an empty run."""
+    batches: list[list[dict[str, Any]]] = [
+        [{"id": i, "n": i} for i in range(1, 6)],
+        [],  # nothing new
+        [{"id": 4, "n": 4}],  # a row inside the window comes back
+        [{"id": 6, "n": 6}],
+    ]
+    starts: list[Any] = []
+
+    @sl.resource(primary_key="id", write_disposition="merge")
+    def numbers(n: Any = sl.sources.incremental("n", lag=2)) -> Iterator[Any]:
+        starts.append(n.start_value)
+        yield from batches.pop(0)
+
+    stored = []
+    for _ in range(4):
+        pipeline.run(numbers)
+        stored.append(cursor_state(pipeline, "numbers", "n")["last_value"])
+
+    assert stored == [5, 5, 5, 6]
+    assert starts == [None, 3, 3, 3]
+    assert ids(pipeline, "numbers") == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("kind", ["arrow", "pandas"])
+def test_lag_never_moves_the_stored_cursor_back_for_arrow_and_pandas(
+    pipeline: sl.Pipeline, kind: str
+) -> None:
+    """The same runs as above, yielded as Arrow tables or pandas frames (the vectorized filter)."""
+
+    def table(*values: int) -> Any:
+        columns = {"id": pa.array(values, pa.int64()), "n": pa.array(values, pa.int64())}
+        return pa.table(columns) if kind == "arrow" else pa.table(columns).to_pandas()
+
+    batches = [table(1, 2, 3, 4, 5), table(), table(4), table(6)]
+    starts: list[Any] = []
+
+    @sl.resource(primary_key="id", write_disposition="merge")
+    def numbers(n: Any = sl.sources.incremental("n", lag=2)) -> Iterator[Any]:
+        starts.append(n.start_value)
+        yield batches.pop(0)
+
+    stored = []
+    for _ in range(4):
+        pipeline.run(numbers)
+        stored.append(cursor_state(pipeline, "numbers", "n")["last_value"])
+
+    assert stored == [5, 5, 5, 6]
+    assert starts == [None, 3, 3, 3]
+    assert ids(pipeline, "numbers") == [1, 2, 3, 4, 5, 6]
+
+
+def test_lag_keeps_the_boundary_hashes_of_the_stored_cursor(pipeline: sl.Pipeline) -> None:
+    """The hashes stored with last_value are those of the rows at that value: a lagged run that
+    brings only older rows keeps them, one that brings another row at the stored value adds it.
+    So a run that starts at the stored value (here: the same resource without lag) still skips
+    exactly the rows loaded there. Appended, so every reloaded row shows."""
+    batches: list[list[dict[str, Any]]] = [
+        [{"id": i, "n": i} for i in range(1, 6)],
+        [{"id": 4, "n": 4}],  # only inside the window: the hashes stay those of id 5
+        [{"id": 4, "n": 4}, {"id": 7, "n": 5}],  # a late row at 5: its hash joins id 5's
+        [{"id": 3, "n": 3}, {"id": 5, "n": 5}, {"id": 7, "n": 5}, {"id": 6, "n": 6}],
+    ]
+
+    starts: list[Any] = []
+
+    @sl.resource(name="numbers", primary_key="id")
+    def lagged(n: Any = sl.sources.incremental("n", lag=2)) -> Iterator[Any]:
+        starts.append(n.start_value)
+        yield batches.pop(0)
+
+    @sl.resource(name="numbers", primary_key="id")
+    def unlagged(n: Any = sl.sources.incremental("n")) -> Iterator[Any]:
+        starts.append(n.start_value)
+        yield batches.pop(0)
+
+    pipeline.run(lagged)
+    first = cursor_state(pipeline, "numbers", "n")
+    assert first["last_value"] == 5 and len(first["unique_hashes"]) == 1
+
+    pipeline.run(lagged)
+    assert cursor_state(pipeline, "numbers", "n") == first
+
+    pipeline.run(lagged)
+    third = cursor_state(pipeline, "numbers", "n")
+    assert third["last_value"] == 5
+    assert set(first["unique_hashes"]) < set(third["unique_hashes"])
+    assert len(third["unique_hashes"]) == 2
+
+    pipeline.run(unlagged)  # starts at 5: ids 5 and 7 were loaded there, 3 is before the range
+    assert starts == [None, 3, 3, 5]
+    assert cursor_state(pipeline, "numbers", "n")["last_value"] == 6
+    assert ids(pipeline, "numbers") == [1, 2, 3, 4, 4, 4, 5, 6, 7]
+
+
+def test_lag_with_min_never_moves_the_stored_cursor_forward(pipeline: sl.Pipeline) -> None:
+    """With last_value_func=min the cursor runs downwards and lag is added to it: a run with
+    nothing lower than the stored cursor keeps it."""
+    batches: list[list[dict[str, Any]]] = [
+        [{"id": i, "n": i} for i in range(5, 0, -1)],
+        [],
+        [{"id": 2, "n": 2}],  # inside the window [1, 3]
+        [{"id": 0, "n": 0}],
+    ]
+    starts: list[Any] = []
+
+    @sl.resource(primary_key="id", write_disposition="merge")
+    def countdown(n: Any = sl.sources.incremental("n", lag=2, last_value_func=min)) -> Iterator[Any]:
+        starts.append(n.start_value)
+        yield from batches.pop(0)
+
+    stored = []
+    for _ in range(4):
+        pipeline.run(countdown)
+        stored.append(cursor_state(pipeline, "countdown", "n")["last_value"])
+
+    assert stored == [1, 1, 1, 0]
+    assert starts == [None, 3, 3, 3]
+    assert ids(pipeline, "countdown") == [0, 1, 2, 3, 4, 5]
+
+
 # -- Doing a full refresh -----------------------------------------------------------------------
 
 
@@ -1396,6 +1523,37 @@ def test_tweets_days_loaded_list_is_changed_in_place(pipeline: sl.Pipeline) -> N
     assert resource_state_of(pipeline, "tweets") == {
         "days_loaded": ["2023-01-01", "2023-01-02", "2023-01-03"]
     }
+
+
+def test_resource_state_is_private_to_each_resource(pipeline: sl.Pipeline) -> None:
+    """The page: "all values of the state set by a resource are private and isolated from
+    any other resource"; two resources of one source using the same key keep two values."""
+    seen: list[dict[str, Any]] = []
+
+    @sl.source
+    def twitter() -> Any:
+        @sl.resource
+        def tweets() -> Iterator[Any]:
+            state = sl.current.resource_state()
+            state["last_updated"] = state.get("last_updated", 0) + 1
+            yield {"id": state["last_updated"]}
+
+        @sl.resource
+        def likes() -> Iterator[Any]:
+            seen.append(copy.deepcopy(sl.current.resource_state()))
+            sl.current.resource_state()["last_updated"] = 100
+            yield {"id": 100}
+
+        return tweets, likes
+
+    pipeline.run(twitter())
+    pipeline.run(twitter())
+
+    assert seen == [{}, {"last_updated": 100}]
+    assert resource_state_of(pipeline, "tweets") == {"last_updated": 2}
+    assert resource_state_of(pipeline, "likes") == {"last_updated": 100}
+    assert ids(pipeline, "tweets") == [1, 2]
+    assert ids(pipeline, "likes") == [100, 100]
 
 
 CHESS_API = {

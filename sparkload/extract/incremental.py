@@ -103,6 +103,9 @@ class Incremental(Generic[TCursor]):
         self._dedup_key: tuple[str, ...] | None = None  # None: content hash; (): off
         self._start_hashes: frozenset[str] = frozenset()
         self._rows_at_last: list[Any] = []
+        # The last_value the state held when the run began (``_MISSING``: no state). With lag the
+        # run starts behind it, so ``_save`` must not let it move back.
+        self._stored_last: Any = _MISSING
 
     @property
     def last_value(self) -> Any:
@@ -182,6 +185,7 @@ class Incremental(Generic[TCursor]):
         bound = copy.copy(self)
         bound.resource_name = resource_name
         bound._rows_at_last = []
+        bound._stored_last = _MISSING
         bound.start_out_of_range = bound.end_out_of_range = False
         if self.primary_key is None:
             bound._dedup_key = tuple(resource_primary_key) or None
@@ -208,10 +212,12 @@ class Incremental(Generic[TCursor]):
             if reset:
                 cursors[self.cursor_path] = fresh
             bound._state = cursors.setdefault(self.cursor_path, fresh)
-            start = bound._state["last_value"]
+            start = bound._stored_last = bound._state["last_value"]
             hashes = bound._state.get("unique_hashes", ())
             if self.lag and start is not None and start != self.initial_value:
                 start = _lagged(start, self.lag, self.last_value_func, self.initial_value)
+                # The stored hashes are of the rows at the stored value, not at the lagged start:
+                # rows at the start are reloaded (the window exists to refetch them).
                 hashes = ()
         else:
             bound._state = None
@@ -326,18 +332,50 @@ class Incremental(Generic[TCursor]):
         return row_digest(value)
 
     def _save(self) -> None:
+        """Write ``last_value`` and the hashes of the rows sitting on it to the state.
+
+        The stored cursor only moves forward (in last_value_func's order). Lag starts a run
+        behind it, so a run that brings nothing newer (no rows, or only rows in the window)
+        ends behind it too; storing that would start the next run further back each time and
+        reload the same rows again and again. dlt likewise combines the new last value with
+        the stored one through last_value_func when lag is set.
+        """
+        rows, self._rows_at_last = self._rows_at_last, []
         if self._state is None:
             return
-        self._state["last_value"] = self.last_value
-        if self._dedup_key != () and self._rows_at_last:
-            if self.last_value == self.start_value:
-                hashes = set(self._state.get("unique_hashes", [])) | {
-                    self._hash(r) for r in self._rows_at_last
-                }
-            else:
-                hashes = {self._hash(r) for r in self._rows_at_last}
-            self._state["unique_hashes"] = sorted(hashes)
-        self._rows_at_last = []
+        last, stored = self.last_value, self._stored_last
+        if self.lag and stored is not _MISSING and stored is not None:
+            order = self._passes(last, stored)
+        else:
+            # Without lag the run starts at the stored value and last_value only moves on from
+            # it, so only equality matters (and a custom last_value_func need not order values).
+            order = None if last == self.start_value else True
+        if order is not True:
+            # The stored cursor stays, and so do the hashes of the rows on it (they deduplicate
+            # the next run's start); rows on exactly that value are added to them. Rows behind
+            # it (inside the lag window) say nothing about the boundary and are not hashed.
+            self.last_value = stored
+            if self._dedup_key != () and rows and order is None:
+                hashes = set(self._state.get("unique_hashes", [])) | {self._hash(r) for r in rows}
+                self._state["unique_hashes"] = sorted(hashes)
+            return
+        self._state["last_value"] = last
+        if self._dedup_key != () and rows:
+            self._state["unique_hashes"] = sorted({self._hash(r) for r in rows})
+
+    def _passes(self, value: Any, bound: Any) -> bool | None:
+        """Whether ``value`` is past ``bound`` in the order of last_value_func (max or min, as
+        lag requires): True (past), None (equal) or False (behind)."""
+        try:
+            at = _comparable(bound, value)
+            if at == value:
+                return None
+            return bool(self.last_value_func((value, at)) != at)
+        except TypeError as exc:
+            raise IncrementalCursorError(
+                f"resource '{self.resource_name}': cursor value {value!r} at '{self.cursor_path}' "
+                f"cannot be compared with the stored {bound!r}: {exc}"
+            ) from exc
 
 
 def row_digest(value: Any) -> str:
