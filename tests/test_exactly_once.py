@@ -33,7 +33,11 @@ DAYS = (1, 2, 3)
 # One attempt per point, in this order, then a clean attempt: each kill leaves the run a
 # little further along, so together they cover every boundary of extract, normalize, the
 # table commits and the state commit.
-BOUNDARIES = ("extract", "staged", "commit:1", "commit:3", "before_state", "after_state")
+BOUNDARIES = ("extract", "staged", "normalize", "commit:1", "commit:3", "before_state", "after_state")
+# Each fault-injection test kills the schedule at least this often.
+MIN_KILLS = 20
+# Random kills that must land on each day (3 days: 21).
+RANDOM_KILLS_PER_DAY = 7
 
 
 class Attempts:
@@ -138,24 +142,35 @@ def test_kill_at_every_stage_boundary(
     tmp_path: Path, reference: dict[str, Any], fresh_after_kill: bool
 ) -> None:
     attempts = Attempts(tmp_path, fresh_after_kill)
-    for day in DAYS[:2]:
+    for day in DAYS:
         for point in BOUNDARIES:
             attempts.run(day, point)
         attempts.run(day)
-    attempts.run(DAYS[2])
-    # Two days times six boundaries; a point can only miss if the run never reaches it.
-    assert attempts.kills >= 11, f"only {attempts.kills} kills landed"
+    # Three days times seven boundaries; a point can only miss if the run never reaches it.
+    assert attempts.kills >= MIN_KILLS, f"only {attempts.kills} kills landed"
     assert_like_reference(tmp_path, reference)
 
 
 def test_kill_at_random_moments(tmp_path: Path, reference: dict[str, Any]) -> None:
-    """Kills anywhere in a run, every other one followed by an empty working directory."""
+    """Kills anywhere in a run, every other one followed by an empty working directory;
+    attempts go on until seven kills landed on the day (an attempt that finishes first
+    leaves the later ones to retry a finished day, which must load nothing new)."""
     rng = random.Random(20241122)
     same, fresh = Attempts(tmp_path, False), Attempts(tmp_path, True)
     for day in DAYS:
-        for n in range(4):
+        landed = 0
+        # Kill times are drawn within the run's length; once an attempt has finished the
+        # day, within the (shorter) length of such a retry, so that kills keep landing.
+        span = reference["durations"][day]
+        for n in range(4 * RANDOM_KILLS_PER_DAY):
+            if landed == RANDOM_KILLS_PER_DAY:
+                break
             who = fresh if n % 2 else same
-            who.run(day, kill_after=rng.uniform(0.0, reference["durations"][day]))
+            killed, elapsed = who.run(day, kill_after=rng.uniform(0.0, 0.9 * span))
+            landed += killed
+            if not killed:
+                span = min(span, elapsed)
+        assert landed == RANDOM_KILLS_PER_DAY, f"day {day}: only {landed} kills landed"
         same.run(day)
-    assert same.kills + fresh.kills >= 6, f"only {same.kills + fresh.kills} kills landed"
+    assert same.kills + fresh.kills >= MIN_KILLS, f"only {same.kills + fresh.kills} kills landed"
     assert_like_reference(tmp_path, reference)
