@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import itertools
+import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,12 +20,14 @@ import deltalake
 import numpy as np
 import pandas as pd
 import pendulum
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from conftest import delta_rows, delta_version, spark_rows
 
 import sparkload as sl
-from sparkload.exceptions import PipelineStepFailed
+from sparkload.exceptions import PipelineStepFailed, SchemaConflictError
+from sparkload.load.schema_check import check_types
 
 UTC = datetime.timezone.utc
 D = decimal.Decimal
@@ -527,3 +531,137 @@ def test_nanoseconds_microseconds_cannot_hold_are_refused_naming_the_column(pipe
     frame = pd.DataFrame({"at": pd.to_datetime(["2024-01-01T10:00:00.123456789Z"], utc=True)})
     with pytest.raises(PipelineStepFailed, match="column 'at' holds timestamps with nanoseconds"):
         pipeline.run(frame, table_name="stamped")
+
+
+# -- columns narrower than sparkload's types: tables another writer made --------------------
+def narrow_table(pipeline: sl.Pipeline, table: str, arrow_type: pa.DataType) -> str:
+    """A table as delta-rs (another writer) makes it, with a column ``n`` of ``arrow_type``."""
+    uri = f"{pipeline.dataset_uri}/{table}"
+    os.makedirs(pipeline.dataset_uri, exist_ok=True)
+    deltalake.write_deltalake(
+        uri, pa.table({"id": pa.array([0], pa.int64()), "n": pa.array([None], arrow_type)})
+    )
+    return uri
+
+
+# (type of another writer's column, values that fit it exactly, values that do not, variant)
+NARROW_CASES = [
+    pytest.param(pa.int8(), [127, -128, 0], [128, -129], "n__v_bigint", id="tinyint"),
+    pytest.param(pa.int16(), [2**15 - 1, -(2**15)], [2**15, -(2**15) - 1], "n__v_bigint", id="smallint"),
+    pytest.param(pa.int32(), [2**31 - 1, -(2**31)], [2**31, -(2**31) - 1, 2**40], "n__v_bigint", id="int"),
+    pytest.param(
+        pa.float32(),
+        # float32's largest value and smallest subnormal fit; 0.1, an underflow to 0 and an
+        # overflow to inf (what a cast would store) do not.
+        [0.5, 3.4028234663852886e38, 2.0**-149, -2.5],
+        [0.1, 1e-46, 3.5e38, 1e300],
+        "n__v_double",
+        id="float",
+    ),
+]
+
+
+@pytest.mark.parametrize("as_arrow", [False, True], ids=["python", "arrow"])
+@pytest.mark.parametrize(("arrow_type", "fitting", "too_wide", "variant"), NARROW_CASES)
+def test_a_narrow_column_keeps_the_values_it_holds_and_its_variant_takes_the_rest(
+    pipeline: sl.Pipeline,
+    arrow_type: pa.DataType,
+    fitting: list[Any],
+    too_wide: list[Any],
+    variant: str,
+    as_arrow: bool,
+) -> None:
+    """Every value lands exactly once, unchanged: in the column when its type holds the
+    value exactly, else in the variant column of the value's own type (Delta cannot widen a
+    column in place; the engine would cast: an error for ints, inf or a rounded float for
+    doubles). Widening is additive, so the default policy lets it through."""
+    uri = narrow_table(pipeline, "narrow", arrow_type)
+    values = [v for pair in itertools.zip_longest(fitting, too_wide) for v in pair if v is not None]
+    rows = [{"id": i, "n": v} for i, v in enumerate(values, start=1)]
+    info = pipeline.run(pa.Table.from_pylist(rows) if as_arrow else rows, table_name="narrow")
+    assert info.notes == []
+
+    types = delta_types(pipeline, "narrow")
+    assert (
+        types["n"]
+        == {"int8": "byte", "int16": "short", "int32": "integer", "float": "float"}[str(arrow_type)]
+    )
+    assert types[variant] == ("long" if variant == "n__v_bigint" else "double")
+    assert deltalake.DeltaTable(uri).version() == 1  # one commit, no rewrite of the table
+    for read in both_readers(pipeline, "narrow"):
+        loaded = read[1:]
+        assert [variant_family(r, "n") for r in loaded] == [
+            {"n" if v in fitting else variant: v} for v in values
+        ]
+        assert all(
+            type(next(iter(variant_family(r, "n").values()))) is type(v)
+            for r, v in zip(loaded, values, strict=True)
+        )
+
+
+def test_ints_and_floats_into_an_int_column_keep_ints_apart_from_floats(make_pipeline: Any) -> None:
+    """Floats beside an int column change its type (as beside a bigint column): refused by
+    default, kept in ``n__v_double`` when allowed; the ints too wide for it only widen."""
+    strict = make_pipeline("narrow_mixed")
+    narrow_table(strict, "mixed", pa.int32())
+    rows = [{"id": 1, "n": 5}, {"id": 2, "n": 2**40}, {"id": 3, "n": 2.5}]
+    with pytest.raises(PipelineStepFailed) as failed:
+        strict.run(rows, table_name="mixed")
+    message = str(failed.value)
+    assert "column 'n' changes type from int to double" in message
+    assert "bigint" not in message
+    strict.drop_pending_packages()
+
+    allowed = make_pipeline("narrow_mixed", on_destructive_change="allow")
+    allowed.run(rows, table_name="mixed")
+    for read in both_readers(allowed, "mixed"):
+        assert [variant_family(r, "n") for r in read[1:]] == [
+            {"n": 5},
+            {"n__v_bigint": 2**40},
+            {"n__v_double": 2.5},
+        ]
+
+
+def test_arrow_ints_a_double_cannot_hold_exactly_are_not_rounded(make_pipeline: Any) -> None:
+    """Beyond ±2**53 not every int is a double: such ints from Arrow go to the variant column
+    (a type change, as for the same ints from Python), never rounded into the double column."""
+    pipeline = make_pipeline(on_destructive_change="allow")
+    pipeline.run([{"id": 1, "v": 1.5}], table_name="doubles")
+    big = 2**53 + 1
+    pipeline.run(pa.table({"id": [2, 3], "v": pa.array([3, big], pa.int64())}), table_name="doubles")
+    for read in both_readers(pipeline, "doubles"):
+        assert [variant_family(r, "v") for r in read] == [{"v": 1.5}, {"v": 3.0}, {"v__v_bigint": big}]
+
+
+def test_a_key_too_wide_for_a_narrow_key_column_stops_the_load(pipeline: sl.Pipeline) -> None:
+    """A key value cannot move to a variant column (the key would be NULL)."""
+    uri = narrow_table(pipeline, "keyed", pa.int32())
+    before = deltalake.DeltaTable(uri).version()
+    with pytest.raises(PipelineStepFailed, match="key column 'n' has NULL or mistyped values in 1 of 2"):
+        pipeline.run([{"n": 1}, {"n": 2**40}], table_name="keyed", primary_key="n", write_disposition="merge")
+    assert deltalake.DeltaTable(uri).version() == before
+
+
+WIDER_THAN_TABLE = [
+    pytest.param("n int", "n bigint", id="int-bigint"),
+    pytest.param("n smallint", "n int", id="smallint-int"),
+    pytest.param("n float", "n double", id="float-double"),
+    pytest.param("n decimal(10,2)", "n decimal(38,9)", id="decimal"),
+    pytest.param("n struct<a: int>", "n struct<a: bigint>", id="struct-field"),
+    pytest.param("n array<float>", "n array<double>", id="array-element"),
+    pytest.param("n map<string, int>", "n map<string, bigint>", id="map-value"),
+]
+
+
+@pytest.mark.parametrize(("table_schema", "frame_schema"), WIDER_THAN_TABLE)
+def test_the_write_guard_refuses_a_frame_wider_than_its_table(
+    pipeline: sl.Pipeline, table_schema: str, frame_schema: str
+) -> None:
+    """``check_types``, run before every write: whatever normalization decided, a column the
+    engine would narrow on write stops the load."""
+    spark = pipeline.spark
+    destination = spark.createDataFrame([], table_schema).schema
+    frame = spark.createDataFrame([], frame_schema)
+    with pytest.raises(SchemaConflictError, match="column 'n': the load has type"):
+        check_types(frame, destination, "t")
+    check_types(spark.createDataFrame([], table_schema), destination, "t")  # the same type passes

@@ -5,9 +5,13 @@ Destructive, for a table that is appended to or merged into:
   it (``age__v_text`` beside a bigint ``age``): the column's type changes for new rows;
 - a primary or merge key different from the one the table was last loaded with.
 
-Additive changes always proceed: new columns, and values that widen into the existing
-column (ints into a bigint or double column). A replace rebuilds its table, so nothing of
-it is destroyed. Partitioning cannot change: sparkload writes no partitioned tables.
+Additive changes always proceed: new columns, values that widen into the existing
+column (ints into a bigint or double column), and widening a column narrower than
+sparkload's types (int → bigint, float → double in a table another writer made). Delta
+cannot widen a column in place, so the wider values go to a variant column
+(``n__v_bigint``) while the values the column holds exactly stay in it (types.fit_test);
+no value changes. A replace rebuilds its table, so nothing of it is destroyed.
+Partitioning cannot change: sparkload writes no partitioned tables.
 
 The policy is ``error`` (the default: stop before any commit), ``warn`` or ``allow``
 (proceed by the variant-column rule); both of the latter say so in the LoadInfo notes.
@@ -46,6 +50,15 @@ def split_variant(column: str) -> tuple[str, str] | None:
     return (base, data_type) if mark and base and data_type in DATA_TYPES else None
 
 
+def widens(column: T.DataType, data_type: str) -> bool:
+    """True when a variant column of ``data_type`` beside ``column`` only widens it: the
+    same family of values, too wide for an int or float column (int → bigint, float →
+    double). Other variants change the column's type (bigint → text, double → bigint)."""
+    if data_type == "bigint":
+        return isinstance(column, (T.ByteType, T.ShortType, T.IntegerType))
+    return data_type == "double" and isinstance(column, T.FloatType)
+
+
 def variant_changes(table: NormalizedTable, destination: T.StructType | None) -> list[DestructiveChange]:
     """Columns of ``destination`` for which this load opens a new variant column."""
     if destination is None:
@@ -57,7 +70,7 @@ def variant_changes(table: NormalizedTable, destination: T.StructType | None) ->
         if variant is None:
             continue
         base, data_type = variant
-        if base in existing and spec.name not in existing:
+        if base in existing and spec.name not in existing and not widens(existing[base], data_type):
             changes.append(
                 DestructiveChange(
                     table.name,

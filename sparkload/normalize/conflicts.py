@@ -53,7 +53,13 @@ def _family(value_type: str) -> str:
 # ISO text …) are typed after reading, so they give no preference here.
 _JSON_TYPE_OF_COLUMN: dict[type[T.DataType], str] = {
     T.LongType: "bigint",
+    # Narrower columns (another writer's) take the same JSON type as bigint and double; the
+    # values they cannot hold go to a variant column later (types.fit_test).
+    T.IntegerType: "bigint",
+    T.ShortType: "bigint",
+    T.ByteType: "bigint",
     T.DoubleType: "double",
+    T.FloatType: "double",
     T.BooleanType: "bool",
     T.StringType: "text",
     T.DecimalType: "decimal",

@@ -2,13 +2,16 @@
 
 The type of a column is, in order: the destination's (an existing Delta column never
 changes type), the ``data_type`` hint, or the type that holds most of the load's values
-without changing any. Values of other kinds go to variant columns ``<col>__v_<type>``.
+without changing any. Values of other kinds go to variant columns ``<col>__v_<type>``, and
+so do the values a column narrower than their kind cannot hold exactly (an int or float
+column made by another writer: ``n__v_bigint``, ``n__v_double``); Delta cannot widen a
+column in place, and the engine would cast them without a word.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -27,6 +30,7 @@ from sparkload.normalize.types import (
     converter,
     data_type_of_spark,
     decimal_fits,
+    fit_test,
     kind_condition,
     kind_of_spark_type,
     spark_type,
@@ -44,6 +48,11 @@ class ColumnSpec:
     string_source: bool
     # True when every value of the source column is of ``kinds``: no per-row test needed.
     exclusive: bool = False
+    # A column narrower than its values' kind (see types.fit_test) keeps the values it holds
+    # exactly and its variant column takes the rest: ``narrow`` is that column's Spark type
+    # (JSON), ``fitting`` whether this spec takes the values that fit it or the others.
+    narrow: str | None = None
+    fitting: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -62,6 +71,11 @@ class ColumnSpec:
         if self.kinds == ["null"]:
             return F.lit(None).cast(target).alias(self.name)
         source = F.col(quote(self.source))
+        if self.narrow is not None:
+            test = fit_test(self.kinds[0], T._parse_datatype_json_string(self.narrow))
+            assert test is not None and not self.string_source and len(self.kinds) == 1
+            fits = test(source) if self.fitting else ~test(source)
+            return F.when(fits, converter(self.kinds[0], target)(source)).alias(self.name)
         if not self.string_source or (self.exclusive and len(self.kinds) == 1):
             return converter(self.kinds[0], target)(source).alias(self.name)
         expr: Column | None = None
@@ -85,8 +99,14 @@ def _decimal_digits(column: Column) -> Column:
     return F.when(column.startswith(TAG_DECIMAL), F.length(F.regexp_replace(integer, "^0+", "")))
 
 
-def profile(df: DataFrame, leaves: Mapping[str, T.DataType], key: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Counts per column and kind (and distinct keys), computed by Spark in one pass."""
+def profile(
+    df: DataFrame,
+    leaves: Mapping[str, T.DataType],
+    key: tuple[str, ...] = (),
+    fit_tests: Mapping[str, Callable[[Column], Column]] | None = None,
+) -> dict[str, Any]:
+    """Counts per column and kind (and distinct keys), computed by Spark in one pass; for a
+    column with a test in ``fit_tests``, also how many of its values fail it."""
     aggs: list[Column] = [F.count(F.lit(1)).alias("__rows")]
     if key and all(k in leaves for k in key):
         aggs.append(F.countDistinct(*[F.col(quote(k)) for k in key]).alias("__distinct_keys"))
@@ -105,6 +125,9 @@ def profile(df: DataFrame, leaves: Mapping[str, T.DataType], key: tuple[str, ...
             # Integer digits decide whether the ints fit a declared decimal exactly.
             aggs.append(F.max(column).alias(f"max{index}"))
             aggs.append(F.min(column).alias(f"min{index}"))
+        if fit_tests and name in fit_tests:
+            misfit = F.when(~fit_tests[name](column), 1).otherwise(0)  # NULL fails no test
+            aggs.append(F.sum(misfit).alias(f"misfit{index}"))
     row = df.agg(*aggs).collect()[0]
     return row.asDict()
 
@@ -129,10 +152,11 @@ def infer_columns(
 ) -> tuple[list[ColumnSpec], int, int | None]:
     """Column specs for a staged table, its row count and its count of distinct
     ``required`` keys (None when there is no key)."""
-    stats = profile(df, leaves, required)
+    existing = {field.name: field.dataType for field in destination.fields} if destination else {}
+    fit_tests = _fit_tests(leaves, hints, existing)
+    stats = profile(df, leaves, required, fit_tests)
     rows = int(stats["__rows"])
     distinct_keys = stats.get("__distinct_keys")
-    existing = {field.name: field.dataType for field in destination.fields} if destination else {}
     specs: list[ColumnSpec] = []
     for index, (name, dtype) in enumerate(leaves.items()):
         string_source = isinstance(dtype, T.StringType)
@@ -158,31 +182,42 @@ def infer_columns(
             continue  # only NULLs and nothing declares the column: dlt creates no column
         target = _target_spark_type(target_type, existing.get(name), hints.get(name, {}), dtype, tag_decimal)
         main = [k for k in kinds if _converts(k, target_type, dtype, target, observed_decimal)]
+        # Values the column cannot hold exactly (it is narrower than their kind) go to the
+        # variant column; the column keeps the others. A non-string source has one kind.
+        misfits = int(stats.get(f"misfit{index}") or 0) if name in fit_tests else 0
+        narrow = target.json() if misfits else None
+        if misfits and misfits == sum(kinds[k] for k in main):
+            main = []  # not one value fits: the whole kind goes to the variant column
         if main:
             exclusive = len(main) == len(kinds)
-            specs.append(ColumnSpec(name, name, target.json(), main, string_source, exclusive))
+            specs.append(ColumnSpec(name, name, target.json(), main, string_source, exclusive, narrow))
         elif name not in existing and (not kinds or hints.get(name, {}).get("data_type")):
             # Declared (or all NULL) but no value fits: the column still exists, typed.
             specs.append(ColumnSpec(name, "", target.json(), ["null"], False))
-        if name in required and sum(kinds[k] for k in main) != rows:
+        fitting = sum(kinds[k] for k in main) - (misfits if main else 0)
+        if name in required and fitting != rows:
             raise NormalizeError(
                 f"table '{table}': key column '{name}' has NULL or mistyped values in "
-                f"{rows - sum(kinds[k] for k in main)} of {rows} rows"
+                f"{rows - fitting} of {rows} rows"
             )
         for kind in kinds:
-            if kind in main:
+            if kind in main and not misfits:
                 continue
             variant_type = KIND_TYPE[kind]
             variant = variant_column_name(name, variant_type)
             vtarget = _target_spark_type(variant_type, existing.get(variant), {}, dtype, tag_decimal)
-            if variant in existing and not _converts(
-                kind, data_type_of_spark(existing[variant]), dtype, vtarget
+            if variant in existing and (
+                not _converts(kind, data_type_of_spark(existing[variant]), dtype, vtarget)
+                # a variant column narrow itself (another writer's) would need a variant of its own
+                or (not string_source and fit_test(kind, vtarget) is not None)
             ):
                 raise SchemaConflictError(
                     f"table '{table}': values of type {variant_type} for column '{name}' cannot be "
                     f"stored: its variant column '{variant}' has type {existing[variant].simpleString()}"
                 )
-            specs.append(ColumnSpec(variant, name, vtarget.json(), [kind], string_source, False))
+            specs.append(
+                ColumnSpec(variant, name, vtarget.json(), [kind], string_source, False, narrow, False)
+            )
     for name, column_hints in hints.items():
         # A declared column that the data never mentions is still created, typed.
         if name not in leaves and column_hints.get("data_type") and name not in existing:
@@ -191,6 +226,26 @@ def infer_columns(
             )
             specs.append(ColumnSpec(name, "", target.json(), ["null"], False))
     return specs, rows, None if distinct_keys is None else int(distinct_keys)
+
+
+def _fit_tests(
+    leaves: Mapping[str, T.DataType],
+    hints: Mapping[str, Mapping[str, Any]],
+    existing: Mapping[str, T.DataType],
+) -> dict[str, Callable[[Column], Column]]:
+    """Per-value tests for the non-string columns whose type (the destination's, else the
+    hint's) is narrower than the kind of the staged values (see types.fit_test)."""
+    tests = {}
+    for name, dtype in leaves.items():
+        kind = kind_of_spark_type(dtype)
+        declared = existing.get(name)
+        data_type = hints.get(name, {}).get("data_type")
+        if declared is None and data_type in ("bigint", "double"):
+            declared = spark_type(str(data_type))
+        test = fit_test(kind, declared) if kind is not None and declared is not None else None
+        if test is not None:
+            tests[name] = test
+    return tests
 
 
 def _target_type(
@@ -252,4 +307,7 @@ def _converts(
         return decimal_fits(observed_decimal, target)
     if kind == "bigint" and isinstance(target, T.DecimalType):
         return decimal_fits(observed_decimal or T.DecimalType(19, 0), target)
+    if kind == "bigint_tag":
+        # Tagged ints lie beyond ±2**53: no int column narrower than bigint holds one.
+        return isinstance(target, T.LongType)
     return True

@@ -3,7 +3,10 @@
 Staged columns hold values of one *kind*: a Spark primitive from the reader, or, for
 strings, one of the tags written at serialization (see extract/serialize.py), an ISO-8601
 timestamp, or plain text. A kind converts to a data type only when no value can change;
-otherwise the value goes to a variant column. Nothing here ever narrows or guesses.
+otherwise the value goes to a variant column. Where a column is narrower than its kind
+(an int or float column another writer made), each value is tested (``fit_test``): those
+it holds exactly stay, the others go to the variant column. Nothing here ever narrows or
+guesses.
 """
 
 from __future__ import annotations
@@ -173,6 +176,49 @@ def converter(kind: str, target: T.DataType) -> Callable[[Column], Column]:
         return lambda c: _payload(c).cast(target)
     # Non-string kinds: the same type, or a lossless widening (bigint → double/decimal).
     return lambda c: c.cast(target)
+
+
+# Integer columns narrower than bigint, which only other writers make, and what they hold.
+_INT_RANGES: tuple[tuple[type[T.DataType], int, int], ...] = (
+    (T.ByteType, -(2**7), 2**7 - 1),
+    (T.ShortType, -(2**15), 2**15 - 1),
+    (T.IntegerType, -(2**31), 2**31 - 1),
+)
+# Every int up to this magnitude is an exact double. Extraction tags wider Python ints as
+# text for that reason (extract/serialize.py); wider ints from Arrow meet this test instead.
+EXACT_DOUBLE_INT = 2**53
+
+
+def fit_test(kind: str, target: T.DataType) -> Callable[[Column], Column] | None:
+    """Where ``target`` cannot hold every value of a non-string ``kind`` (a column that
+    another writer made int or float; ints in a double column): the per-value test that a
+    value is stored unchanged. None when every value of ``kind`` fits.
+
+    The engine casts a value that does not fit without a word (1e300 becomes inf in a
+    float column), so the values failing the test go to the variant column instead.
+    """
+    if kind == "bigint":
+        for narrow, low, high in _INT_RANGES:
+            if isinstance(target, narrow):
+                return _between(low, high)
+        exact = _between(-EXACT_DOUBLE_INT, EXACT_DOUBLE_INT)
+        if isinstance(target, T.DoubleType):
+            return exact
+        if isinstance(target, T.FloatType):
+            # Within ±2**53 the double is exact, so comparing doubles compares the ints.
+            return lambda c: exact(c) & (_float_round_trip(c) == c.cast(T.DoubleType()))
+    if kind == "double" and isinstance(target, T.FloatType):
+        # NaN compares equal to NaN in Spark SQL, and infinities survive: both fit.
+        return lambda c: _float_round_trip(c) == c.cast(T.DoubleType())
+    return None
+
+
+def _between(low: int, high: int) -> Callable[[Column], Column]:
+    return lambda c: c.between(low, high)
+
+
+def _float_round_trip(column: Column) -> Column:
+    return column.cast(T.FloatType()).cast(T.DoubleType())
 
 
 def absorbs(data_type: str, kind: str) -> bool:

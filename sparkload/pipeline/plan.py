@@ -256,12 +256,15 @@ def _table_plan(
         for column, dtype in incoming.items()
         if column in old and old[column].simpleString() != dtype.simpleString()
     ]
-    # A value of another type opens a variant column: the column's type changes.
+    # A value of another type opens a variant column: the column's type changes (which is
+    # not destructive when the values only outgrew a narrow column another writer made).
     for column in incoming:
         variant = destructive.split_variant(column)
         if variant is not None and variant[0] in old and column not in old:
             base, kind = variant
-            changes.append(TypeChange(base, old[base].simpleString(), kind, True))
+            changes.append(
+                TypeChange(base, old[base].simpleString(), kind, not destructive.widens(old[base], kind))
+            )
             added.pop(column, None)
     recorded = (state.get(destructive.KEYS_STATE) or {}).get(name)
     keys = {"primary_key": list(resource.hints.primary_key), "merge_key": list(resource.hints.merge_key)}
