@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import logging
 import re
+import threading
 import traceback
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -856,3 +857,77 @@ def test_execution_time_is_recorded_in_the_package_manifest(pipeline: sl.Pipelin
     # run() accepts it too
     info = pipeline.run([{"id": 2}], table_name="t", execution_time=when)
     assert info.row_counts == {"t": 1}
+
+
+# -- parallelized resources ---------------------------------------------------------------------
+def test_parallelized_resources_run_at_the_same_time(pipeline: sl.Pipeline) -> None:
+    """Each of two parallelized resources waits for the other to have yielded its first item
+    before yielding its second: run one after the other, neither could finish."""
+    started = {"a": threading.Event(), "b": threading.Event()}
+
+    def make(name: str, other: str) -> sl.Resource:
+        @sl.resource(name=name, parallelized=True)
+        def rows() -> Iterator[dict[str, Any]]:
+            yield {"n": 1, "resource_state": sl.current.resource_state().setdefault("seen", name)}
+            started[name].set()
+            if not started[other].wait(timeout=10):
+                raise RuntimeError(f"{other} never ran while {name} was running")
+            yield from ({"n": n, "resource_state": name} for n in range(2, 1002))
+
+        return rows
+
+    @sl.source
+    def both() -> Any:
+        return make("a", "b"), make("b", "a")
+
+    info = pipeline.run(both())
+
+    assert info.row_counts == {"a": 1001, "b": 1001}
+    for name in ("a", "b"):
+        rows = delta_rows(pipeline, name)
+        assert sorted(r["n"] for r in rows) == list(range(1, 1002))
+        assert {r["resource_state"] for r in rows} == {name}  # each thread saw its own resource
+        assert pipeline.state["sources"]["both"]["resources"][name]["seen"] == name
+
+
+def test_parallelized_resources_filling_one_table_lose_no_row(pipeline: sl.Pipeline) -> None:
+    def make(offset: int) -> sl.Resource:
+        return sl.resource(
+            ({"id": offset + n} for n in range(30_000)),
+            name=f"part{offset}",
+            table_name="numbers",
+            parallelized=True,
+        )
+
+    info = pipeline.run([make(0), make(100_000), make(200_000)])
+
+    assert info.row_counts == {"numbers": 90_000}
+    ids = sorted(r["id"] for r in delta_rows(pipeline, "numbers"))
+    assert ids == [offset + n for offset in (0, 100_000, 200_000) for n in range(30_000)]
+
+
+def test_a_failing_parallelized_resource_fails_the_extract_and_loads_nothing(pipeline: sl.Pipeline) -> None:
+    stopped = threading.Event()
+
+    @sl.resource(name="endless", parallelized=True)
+    def endless() -> Iterator[dict[str, Any]]:
+        try:
+            n = 0
+            while True:  # stopped by the other resource's failure
+                n += 1
+                yield {"n": n}
+        finally:
+            stopped.set()
+
+    @sl.resource(name="broken", parallelized=True)
+    def broken() -> Iterator[dict[str, Any]]:
+        yield {"n": 1}
+        raise ValueError("the API said no")
+
+    with pytest.raises(PipelineStepFailed) as failed:
+        pipeline.run([endless, broken])
+
+    assert "broken" in str(failed.value) and "the API said no" in str(failed.value)
+    assert stopped.is_set()
+    assert not table_exists(pipeline, "endless") and not table_exists(pipeline, "broken")
+    assert not pipeline.has_pending_data()

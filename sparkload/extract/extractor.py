@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import itertools
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,12 @@ from sparkload.normalize.naming import normalize_path, normalize_table_name
 from sparkload.pipeline.current import resource_scope
 
 _END = object()
+# Threads for parallelized resources (dlt's default number of extract workers).
+_PARALLEL_WORKERS = 5
+
+
+class _Cancelled(Exception):
+    """Raised inside a parallelized resource's thread once another resource has failed."""
 
 
 @dataclasses.dataclass
@@ -103,11 +112,33 @@ class Extractor:
         self._on_rows = on_rows
         self._on_file_closed = on_file_closed
         self._count = 0
+        self._files_lock = threading.Lock()
+        # Set when a resource failed: parallelized resources still running stop at their
+        # next batch instead of running to the end for nothing.
+        self._failed = threading.Event()
 
     def run(self, plan: list[ExtractPlanItem]) -> dict[str, ExtractedTable]:
+        """Run every resource of ``plan``: parallelized ones (dlt's ``parallelized=True``)
+        each in a thread of their own, the others one after the other in this thread."""
+        parallel = [entry for entry in plan if entry.resource.parallelized]
+        futures: list[Future[None]] = []
         try:
-            for entry in plan:
-                self._extract(entry)
+            try:
+                with ThreadPoolExecutor(max_workers=_PARALLEL_WORKERS, thread_name_prefix="extract") as pool:
+                    # Each thread sees this extraction's context (pipeline, state, windows).
+                    futures = [
+                        pool.submit(contextvars.copy_context().run, self._extract_or_stop, entry)
+                        for entry in parallel
+                    ]
+                    for entry in plan:
+                        if not entry.resource.parallelized:
+                            self._extract_or_stop(entry)
+            except _Cancelled:
+                pass  # a parallelized resource failed first: its error is raised below
+            for future in futures:
+                error = future.exception()
+                if error is not None and not isinstance(error, _Cancelled):
+                    raise error
         finally:
             for files in self._files.values():
                 files.close()
@@ -115,15 +146,35 @@ class Extractor:
             self.tables[name].rows = files.rows
         return self.tables
 
+    def _extract_or_stop(self, entry: ExtractPlanItem) -> None:
+        try:
+            self._extract(entry)
+        except BaseException:
+            self._failed.set()
+            raise
+
+    def _check_not_cancelled(self) -> None:
+        if self._failed.is_set():
+            raise _Cancelled()
+
     def _extract(self, entry: ExtractPlanItem, items: Iterator[Any] | None = None) -> None:
         resource = entry.resource
         with resource_scope(entry.source_name, resource.name):
             try:
-                if entry.children:
-                    self._write_pages(entry, resource.iter_pages() if items is None else items)
-                else:
-                    self._write_items(entry, resource.iter_items() if items is None else items)
-            except SparkloadError:
+                if items is None:
+                    items = resource.iter_pages() if entry.children else resource.iter_items()
+                try:
+                    if entry.children:
+                        self._write_pages(entry, items)
+                    else:
+                        self._write_items(entry, items)
+                finally:
+                    # A resource stopped early (an error, a cancelled parallel run) runs its
+                    # generator's cleanup now, not whenever the error is garbage collected.
+                    close = getattr(items, "close", None)
+                    if close is not None:
+                        close()
+            except (SparkloadError, _Cancelled):
                 raise  # already says what and where (config, hints, bad items)
             except Exception as exc:
                 raise ExtractError(resource.name, f"{type(exc).__name__}: {exc}") from exc
@@ -151,6 +202,7 @@ class Extractor:
             elif item is not None:
                 self._write_other(entry, static_table, position, item)
             position += 1
+            self._check_not_cancelled()
             if self._on_rows is not None and position % 10000 == 0:
                 self._count += 10000
                 self._on_rows(self._count)
@@ -195,6 +247,7 @@ class Extractor:
                 if len(batch) == 10000:
                     files.write_lines(batch)
                     batch.clear()
+                    self._check_not_cancelled()
                     if self._on_rows is not None:
                         self._count += 10000
                         self._on_rows(self._count)
@@ -234,6 +287,10 @@ class Extractor:
         files = self._by_raw_name.get(table)
         if files is not None:
             return files
+        with self._files_lock:
+            return self._new_files_for(table, entry)
+
+    def _new_files_for(self, table: str, entry: ExtractPlanItem) -> TableFiles:
         name = normalize_table_name(table)
         if name not in self.tables:
             hints = hints_for_manifest(entry.resource.hints, entry.root_key, entry.max_table_nesting)

@@ -6,6 +6,7 @@ the parts in parallel.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -24,11 +25,16 @@ _ROTATE_BYTES = 16 * 1024 * 1024
 
 
 class TableFiles:
-    """Writes the staged files of one table and counts the rows written."""
+    """Writes the staged files of one table and counts the rows written.
+
+    Parallelized resources filling one table write from several threads, so each write
+    holds a lock (uncontended, it costs next to nothing: the hot loop writes in batches).
+    """
 
     def __init__(self, table_dir: Path, on_file_closed: Callable[[Path], None] | None = None) -> None:
         self.table_dir = table_dir
         self._on_file_closed = on_file_closed
+        self._lock = threading.Lock()
         self.rows = 0
         self._buffer = bytearray()
         self._json_file: BinaryIO | None = None
@@ -37,31 +43,37 @@ class TableFiles:
         self._arrow_parts = 0
 
     def write_line(self, line: bytes) -> None:
-        self._buffer += line
-        self.rows += 1
-        if len(self._buffer) >= _FLUSH_BYTES:
-            self._flush()
+        with self._lock:
+            self._buffer += line
+            self.rows += 1
+            if len(self._buffer) >= _FLUSH_BYTES:
+                self._flush()
 
     def write_lines(self, lines: list[bytes]) -> None:
         """Many lines at once: the extract hot loop batches rows to keep per-row work small."""
-        self._buffer += b"".join(lines)
-        self.rows += len(lines)
-        if len(self._buffer) >= _FLUSH_BYTES:
-            self._flush()
+        with self._lock:
+            self._buffer += b"".join(lines)
+            self.rows += len(lines)
+            if len(self._buffer) >= _FLUSH_BYTES:
+                self._flush()
 
     def write_arrow(self, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
+        staged = stage_arrow(table)
         target = self.table_dir / ARROW_DIR
-        target.mkdir(parents=True, exist_ok=True)
-        pq.write_table(stage_arrow(table), target / f"part-{self._arrow_parts:05d}.parquet")
-        self._arrow_parts += 1
-        self.rows += table.num_rows
+        with self._lock:
+            target.mkdir(parents=True, exist_ok=True)
+            part = self._arrow_parts
+            self._arrow_parts += 1
+            self.rows += table.num_rows
+        pq.write_table(staged, target / f"part-{part:05d}.parquet")
 
     def close(self) -> None:
-        self._flush()
-        if self._json_file is not None:
-            self._close_json()
+        with self._lock:
+            self._flush()
+            if self._json_file is not None:
+                self._close_json()
 
     def _flush(self) -> None:
         if not self._buffer:
