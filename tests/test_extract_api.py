@@ -26,6 +26,7 @@ from sparkload.config import ConfigFieldMissingError
 from sparkload.exceptions import PipelineStepFailed
 from sparkload.load.folder import Folder
 from sparkload.pipeline.package import EXTRACT_MANIFEST, LoadPackage
+from sparkload.pipeline.state import read_destination, write_destination
 
 SECRET = "tok-9Qx!7zz-unguessable"
 
@@ -931,3 +932,21 @@ def test_a_failing_parallelized_resource_fails_the_extract_and_loads_nothing(pip
     assert stopped.is_set()
     assert not table_exists(pipeline, "endless") and not table_exists(pipeline, "broken")
     assert not pipeline.has_pending_data()
+
+
+def test_the_newest_destination_state_is_found_whether_the_local_copy_is_behind_or_ahead(
+    pipeline: sl.Pipeline,
+) -> None:
+    """The state read skips files older than the local copy's version; a local copy ahead of
+    the destination (a dataset restored from a backup) falls back to reading every row."""
+    for version in (1, 2, 3):
+        state = {"_state_version": version, "sources": {"s": {"v": version}}}
+        write_destination(
+            pipeline.spark, pipeline.dataset_uri, pipeline.pipeline_name, state, f"load{version}"
+        )
+
+    def newest(known: int) -> Any:
+        state = read_destination(pipeline.spark, pipeline.dataset_uri, pipeline.pipeline_name, known)
+        return state["_state_version"], state["sources"]["s"]["v"]
+
+    assert [newest(known) for known in (0, 1, 3, 7)] == [(3, 3)] * 4

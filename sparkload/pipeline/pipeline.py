@@ -179,7 +179,12 @@ class Pipeline:
         working directory has none)."""
         if self._state is None:
             local = state_store.read_local(self.working_dir)
-            remote = state_store.read_destination(self.spark, self.dataset_uri, self.pipeline_name)
+            remote = state_store.read_destination(
+                self.spark,
+                self.dataset_uri,
+                self.pipeline_name,
+                known_version=int(local["_state_version"]) if local else 0,
+            )
             candidates = [s for s in (local, remote) if s is not None]
             self._state = (
                 max(candidates, key=lambda s: s.get("_state_version", 0))
@@ -544,7 +549,9 @@ class Pipeline:
     def _claim(self, package: LoadPackage, base_version: int) -> None:
         """Before a package's first commit: check that no other run loaded since it was
         extracted, then mark it started, so that from here on it is always finished."""
-        committed = state_store.destination_version(self.spark, self.dataset_uri, self.pipeline_name)
+        committed = state_store.destination_version(
+            self.spark, self.dataset_uri, self.pipeline_name, known_version=base_version
+        )
         check_not_overtaken(self.pipeline_name, base_version, committed)
         package.write(LOADED_MANIFEST, {})
 

@@ -165,7 +165,10 @@ class Plan:
 def fingerprint(pipeline: Pipeline, tables: Iterable[str]) -> dict[str, Any]:
     return {
         "state_version": state_store.destination_version(
-            pipeline.spark, pipeline.dataset_uri, pipeline.pipeline_name
+            pipeline.spark,
+            pipeline.dataset_uri,
+            pipeline.pipeline_name,
+            known_version=int(pipeline.state.get("_state_version", 0)),
         ),
         "tables": {name: DeltaTable(pipeline.spark, pipeline.dataset_uri, name).version() for name in tables},
     }

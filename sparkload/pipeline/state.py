@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -86,23 +86,35 @@ def write_local(working_dir: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def read_destination(spark: SparkSession, dataset_uri: str, pipeline_name: str) -> dict[str, Any] | None:
+def read_destination(
+    spark: SparkSession, dataset_uri: str, pipeline_name: str, known_version: int = 0
+) -> dict[str, Any] | None:
+    """The newest state the destination holds for the pipeline.
+
+    Every run adds a row (a file) to the state table, so finding the newest among all of
+    them costs more with every run. ``known_version``, a version the caller knows was
+    committed (the local copy's), lets the engine skip by file statistics every file of an
+    older version; only when no row is that new (a destination reset) are all read.
+    """
     table = DeltaTable(spark, dataset_uri, STATE_TABLE)
     if not table.exists():
         return None
-    rows = (
-        table.read()
-        .where(F.col("pipeline_name") == F.lit(pipeline_name))
-        .orderBy(F.col("version").desc())
-        .limit(1)
-        .collect()
-    )
-    return loads_state(rows[0]["state"]) if rows else None
+    rows = table.read().where(F.col("pipeline_name") == F.lit(pipeline_name))
+
+    def newest(candidates: DataFrame) -> list[Row]:
+        return candidates.orderBy(F.col("version").desc()).limit(1).collect()
+
+    found = newest(rows.where(F.col("version") >= F.lit(known_version))) if known_version > 0 else []
+    if not found:
+        found = newest(rows)
+    return loads_state(found[0]["state"]) if found else None
 
 
-def destination_version(spark: SparkSession, dataset_uri: str, pipeline_name: str) -> int:
+def destination_version(
+    spark: SparkSession, dataset_uri: str, pipeline_name: str, known_version: int = 0
+) -> int:
     """The newest state version committed to the destination (0 before the first)."""
-    state = read_destination(spark, dataset_uri, pipeline_name)
+    state = read_destination(spark, dataset_uri, pipeline_name, known_version)
     return int(state["_state_version"]) if state else 0
 
 
