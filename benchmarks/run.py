@@ -39,6 +39,9 @@ DLT_VENV = WORK / "dlt-venv"
 DLT_REQUIREMENT = "dlt[deltalake,filesystem]==1.31.*"
 DLT_DUCKDB_REQUIREMENT = "dlt[deltalake,filesystem,duckdb]==1.31.*"
 MIB = 2**20
+# Correctness checks a benchmark failed (the F1 table not matching its source): the run
+# exits non-zero after printing what it measured.
+FAILURES: list[str] = []
 
 
 def _python_with_dlt(duckdb: bool = False) -> str:
@@ -197,7 +200,9 @@ def run_f1(args: argparse.Namespace, table: Table) -> None:
             suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
             ours, _ = _run(sys.executable, "sparkload_f1.py", cron, batch)
             if "error" in ours or not ours.get("matches"):
-                print(f"F1 {cron}: failed: {ours.get('error') or ours.get('mismatch')}")
+                failure = f"F1 {cron}: failed: {ours.get('error') or ours.get('mismatch')}"
+                print(failure)
+                FAILURES.append(failure)
                 continue
             print(
                 f"F1 {cron} batch {batch}: plan {ours['plan']:.3f}s, backfill {ours['backfill']:.2f}s, "
@@ -236,6 +241,8 @@ def main() -> None:
         run_f1(args, table)
     table.print()
     shutil.rmtree(WORK / "tmp", ignore_errors=True)
+    if FAILURES:
+        sys.exit("benchmark checks failed:\n" + "\n".join(FAILURES))
 
 
 if __name__ == "__main__":
