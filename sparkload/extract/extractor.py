@@ -224,7 +224,19 @@ class Extractor:
 
         Returns the rest of ``items`` (from the first non-dict on) and its position.
         """
-        dumps, default, options, nul_string, tag_count = batch_serializer()
+        (
+            dumps,
+            default,
+            options,
+            nul_string,
+            tag_count,
+            find,
+            count,
+            backslash,
+            null,
+            holds_special_float,
+            dumps_escaped,
+        ) = batch_serializer()
         files = self._files_for(table, entry)
         batch: list[bytes] = []
         append = batch.append
@@ -236,7 +248,11 @@ class Extractor:
                 before = tag_count[0]
                 try:
                     line = dumps(item, default=default, option=options)
-                    if nul_string in line:
+                    # orjson writes NaN and infinities as null: only then look at the floats.
+                    nulls = count(line, null)
+                    if nulls and holds_special_float(item, nulls):
+                        line = dumps_escaped(item)
+                    elif find(line, backslash) != -1 and find(line, nul_string) != -1:
                         line = check_tags(item, line, before)
                 except orjson.JSONEncodeError:
                     line = self._dumps_slow(entry.resource.name, position, item)

@@ -4,6 +4,8 @@ JSON has no date, time, decimal or binary type, so such values are written as st
 carrying a two-character tag (NUL + a letter). Normalization reads the tag in Spark and
 gives the column its real type; untagged strings stay text. NUL never starts real text in
 practice, and a real string that does is escaped with the ``S`` tag so it cannot be misread.
+JSON has no NaN or infinity either (orjson writes them as ``null``), so such floats are
+tagged too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
+import math
+import operator
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +34,9 @@ TAG_STRING = TAG + "S"  # a real string that happens to start with NUL
 TAG_BIGINT = TAG + "I"
 _SAFE_INT = 2**53 - 1
 _MAX_INT64 = 2**63 - 1
+# NaN, +inf and -inf, which orjson would write as null: a value lost without a word. They
+# travel as "NaN", "Infinity" or "-Infinity", the spellings Spark casts back to a double.
+TAG_DOUBLE = TAG + "F"
 
 TAGS = {
     TAG_TIMESTAMP: "timestamp",
@@ -38,6 +45,7 @@ TAGS = {
     TAG_DECIMAL: "decimal",
     TAG_BINARY: "binary",
     TAG_BIGINT: "bigint",
+    TAG_DOUBLE: "double",
 }
 
 _OPTIONS = (
@@ -57,6 +65,14 @@ class _Unserializable(TypeError):
 # real strings that start with NUL without scanning values in Python.
 _tag_count = [0]
 _NUL_STRING = b'"\\u0000'
+# A line holding _NUL_STRING holds a backslash; memchr finds (or misses) one byte far faster
+# than a substring search, and most lines have no escape at all.
+_BACKSLASH = b"\\"
+# orjson writes NaN and infinities as null: only a line holding null can have lost one.
+_NULL = b"null"
+_NONE_TYPE = type(None)
+# Values has_special_float skips at once: no float can be inside them.
+_PLAIN = frozenset({str, int, bool, _NONE_TYPE})
 
 
 def _default(value: Any) -> Any:
@@ -88,14 +104,18 @@ def dumps_row(item: dict[str, Any]) -> bytes:
     except orjson.JSONEncodeError as exc:
         if "53-bit" not in str(exc):
             raise
-        return dumps_wide_ints(item)
-    if _NUL_STRING in line:
+        return dumps_escaped(item)
+    nulls = line.count(_NULL)
+    if nulls and holds_special_float(item, nulls):
+        return dumps_escaped(item)
+    if line.find(_BACKSLASH) != -1 and line.find(_NUL_STRING) != -1:
         line = check_tags(item, line, before)
     return line
 
 
-def dumps_wide_ints(item: dict[str, Any]) -> bytes:
-    """The slow path for a row holding an integer beyond ±2**53: such ints are tagged."""
+def dumps_escaped(item: dict[str, Any]) -> bytes:
+    """The slow path for a row holding an integer beyond ±2**53, a NaN or an infinity, or
+    a string that begins with NUL: each such value is tagged (see escape_tagged_strings)."""
     return orjson.dumps(escape_tagged_strings(item), default=_default, option=_WIDE_OPTIONS)
 
 
@@ -109,7 +129,70 @@ def check_tags(item: dict[str, Any], line: bytes, tags_before: int) -> bytes:
 def batch_serializer() -> Any:
     """The pieces of dumps_row for a loop that inlines it (see extract/extractor.py); a
     JSONEncodeError there goes to dumps_row."""
-    return orjson.dumps, _default, _OPTIONS, _NUL_STRING, _tag_count
+    return (
+        orjson.dumps,
+        _default,
+        _OPTIONS,
+        _NUL_STRING,
+        _tag_count,
+        bytes.find,  # a method call: ``in`` on bytes first tries the needle as an int
+        bytes.count,
+        _BACKSLASH,
+        _NULL,
+        holds_special_float,
+        dumps_escaped,
+    )
+
+
+def holds_special_float(item: dict[str, Any], nulls: int) -> bool:
+    """Whether ``item``, whose line holds ``nulls`` nulls, has a NaN or an infinity.
+
+    Every None and every NaN or infinity is one null in the line (a string may add more).
+    When the top level's Nones account for all of them, there is no NaN: the common row
+    with NULLs in flat columns is spared the walk over its values."""
+    nones = operator.countOf(map(type, item.values()), _NONE_TYPE)
+    return nulls != nones and has_special_float(item)
+
+
+def has_special_float(value: Any) -> bool:
+    """True when a dict or list holds, at any depth, a NaN or an infinity.
+
+    A walk in Python: only for a line with more nulls than its row has top-level Nones."""
+    for child in value.values() if type(value) is dict else value:
+        kind = type(child)
+        if kind is float:
+            # x - x is 0.0 (falsy) for every finite float and NaN (truthy) for NaN and both
+            # infinities: one subtraction instead of a call to math.isfinite.
+            if child - child:
+                return True
+        elif kind is dict or kind is list:
+            if has_special_float(child):
+                return True
+        elif kind not in _PLAIN and _other_special(child):
+            return True
+    return False
+
+
+def _other_special(value: Any) -> bool:
+    """has_special_float for the rarer values: tuples, float and container subclasses, numpy."""
+    if isinstance(value, float):  # also numpy.float64
+        return not math.isfinite(value)
+    if isinstance(value, (dict, list, tuple)):
+        return has_special_float(list(value.values()) if isinstance(value, dict) else value)
+    dtype = getattr(value, "dtype", None)
+    if getattr(dtype, "kind", None) != "f":
+        return False
+    if getattr(value, "ndim", 0) == 0:  # numpy.float32, numpy.float16
+        return not math.isfinite(value)
+    import numpy  # an array of floats: numpy is loaded already
+
+    return not bool(numpy.isfinite(value).all())
+
+
+def _double_tag(value: float) -> str:
+    if value != value:
+        return TAG_DOUBLE + "NaN"
+    return TAG_DOUBLE + ("Infinity" if value > 0 else "-Infinity")
 
 
 def explain_failure(resource: str, position: int, item: Any, error: Exception) -> UnserializableValueError:
@@ -148,8 +231,8 @@ def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], 
 
 
 def escape_tagged_strings(item: Any) -> Any:
-    """Escape real strings that begin with NUL and tag integers beyond ±2**53 (slow path,
-    only for a row that has one)."""
+    """Escape real strings that begin with NUL, tag integers beyond ±2**53 and tag NaN and
+    infinities (slow path, only for a row that has one)."""
     if isinstance(item, dict):
         return {key: escape_tagged_strings(value) for key, value in item.items()}
     if isinstance(item, (list, tuple)):
@@ -160,4 +243,11 @@ def escape_tagged_strings(item: Any) -> Any:
         if abs(item) > _MAX_INT64:
             raise _Unserializable(f"the integer {item} does not fit a 64-bit bigint")
         return TAG_BIGINT + str(item)
+    if isinstance(item, float) or getattr(getattr(item, "dtype", None), "kind", None) == "f":
+        if getattr(item, "ndim", 0) > 0:
+            # A numpy array with a NaN or an infinity: element by element, each finite
+            # element keeping its numpy type so it is written as orjson writes it.
+            return [escape_tagged_strings(value) for value in item] if _other_special(item) else item
+        if not math.isfinite(item):
+            return _double_tag(float(item))
     return item

@@ -7,8 +7,9 @@ dlt's rule decides: the column's type in the destination table, else its ``data_
 hint, else the first type seen for a field, keeps the field, and a value of an incompatible type moves to
 ``<key>\\x00v_<type>``, which normalization names ``<col>__v_<type>``. Ints and floats
 share a field, except where the column is bigint; a field that also holds integers beyond
-±2**53 (tagged text) has all its ints tagged so none is read as a double; ints in a decimal
-field become decimals.
+±2**53 (tagged text) has all its ints tagged so none is read as a double; a field (or a list
+of scalars) that also holds NaN or infinities (tagged text) has all its numbers tagged as
+doubles, so they share one type with them; ints in a decimal field become decimals.
 The happy path never comes here. It also handles what the JSON reader does not see as a
 conflict: ints and floats read as double for a bigint column.
 """
@@ -22,7 +23,7 @@ from typing import Any
 import orjson
 from pyspark.sql import types as T
 
-from sparkload.extract.serialize import TAG, TAG_BIGINT, TAG_DECIMAL, TAGS
+from sparkload.extract.serialize import TAG, TAG_BIGINT, TAG_DECIMAL, TAG_DOUBLE, TAGS
 from sparkload.normalize.columns import VARIANT_KEY_MARK
 from sparkload.normalize.naming import normalize_path
 
@@ -40,13 +41,27 @@ def _json_type(value: Any) -> str | None:
         return "double"
     if isinstance(value, str):
         if value.startswith(TAG) and value[:2] in TAGS:
-            return "wide_bigint" if value[:2] == TAG_BIGINT else TAGS[value[:2]]
+            if value[:2] == TAG_BIGINT:
+                return "wide_bigint"
+            return "special_double" if value[:2] == TAG_DOUBLE else TAGS[value[:2]]
         return "text"
     return "object" if isinstance(value, dict) else "array"
 
 
+# Tagged values that belong to a JSON number type.
+_FAMILY = {"wide_bigint": "bigint", "special_double": "double"}
+
+
 def _family(value_type: str) -> str:
-    return "bigint" if value_type == "wide_bigint" else value_type
+    return _FAMILY.get(value_type, value_type)
+
+
+def _double_tag(value: Any) -> Any:
+    """A number as tagged double text, read back as the same double (ints up to ±2**53 are
+    exact doubles; wider ones never share a field with doubles)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return TAG_DOUBLE + repr(float(value))
+    return value
 
 
 # Destination column types that decide a field's JSON type. Others (timestamps held as
@@ -120,8 +135,12 @@ class _FieldTypes:
 
     def visit(self, item: Any, path: Path_ = ()) -> None:
         if isinstance(item, list):
+            element = path + ("[]",)
             for value in item:
-                self.visit(value, path + ("[]",))
+                if not isinstance(value, (dict, list)) and value is not None:
+                    # Scalars of a list: only to see whether they hold tagged doubles.
+                    self.seen.setdefault(element, set()).add(str(_json_type(value)))
+                self.visit(value, element)
             return
         if not isinstance(item, dict):
             return
@@ -153,6 +172,11 @@ class _FieldTypes:
             return False
         return "wide_bigint" not in self.seen[path]
 
+    def doubles_tagged(self, path: Path_) -> bool:
+        """Whether the numbers of ``path`` travel as tagged doubles: it holds NaN or
+        infinities, which only text can carry, and JSON allows one type per field."""
+        return "special_double" in self.seen.get(path, ())
+
 
 class _Rewriter:
     def __init__(self, types: _FieldTypes) -> None:
@@ -160,7 +184,10 @@ class _Rewriter:
 
     def rewrite(self, item: Any, path: Path_ = ()) -> Any:
         if isinstance(item, list):
-            return [self.rewrite(value, path + ("[]",)) for value in item]
+            element = path + ("[]",)
+            if self.types.doubles_tagged(element):
+                item = [_double_tag(value) for value in item]
+            return [self.rewrite(value, element) for value in item]
         if not isinstance(item, dict):
             return item
         out: dict[str, Any] = {}
@@ -175,11 +202,21 @@ class _Rewriter:
                     value = TAG_DECIMAL + digits
                 elif value_type == "bigint" and "wide_bigint" in self.types.seen[key_path]:
                     value = TAG_BIGINT + str(value)
+                elif self.types.doubles_tagged(key_path) and not (
+                    value_type == "bigint"
+                    and self.types.first[key_path] == "bigint"
+                    and key_path in self.types.pinned
+                ):
+                    # The field is read as double: every number in it as a tagged double,
+                    # except the ints of a bigint column, which stay ints.
+                    value = _double_tag(value)
                 out[key] = self.rewrite(value, key_path)
             elif value_type in ("object", "array"):
                 # A nested value where a scalar was seen first: kept whole, as JSON text.
                 out[key + VARIANT_KEY_MARK + "json"] = orjson.dumps(value).decode()
             else:
+                if value_type == "double" and self.types.doubles_tagged(key_path):
+                    value = _double_tag(value)  # beside the tagged ones in the variant key
                 out[key + VARIANT_KEY_MARK + _family(value_type)] = value
         return out
 

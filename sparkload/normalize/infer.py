@@ -310,4 +310,8 @@ def _converts(
     if kind == "bigint_tag":
         # Tagged ints lie beyond ±2**53: no int column narrower than bigint holds one.
         return isinstance(target, T.LongType)
+    if kind == "double_tag":
+        # Tagged text is read without a per-value test, so only a double column takes it
+        # whole; a float column another writer made sends it to the variant column.
+        return isinstance(target, T.DoubleType)
     return True

@@ -23,6 +23,7 @@ from sparkload.extract.serialize import (
     TAG_BINARY,
     TAG_DATE,
     TAG_DECIMAL,
+    TAG_DOUBLE,
     TAG_STRING,
     TAG_TIME,
     TAG_TIMESTAMP,
@@ -43,6 +44,7 @@ STRING_KINDS = (
     "decimal_tag",
     "binary_tag",
     "bigint_tag",
+    "double_tag",
     "iso",
     "text",
 )
@@ -53,6 +55,7 @@ _TAG_OF_KIND = {
     "decimal_tag": TAG_DECIMAL,
     "binary_tag": TAG_BINARY,
     "bigint_tag": TAG_BIGINT,
+    "double_tag": TAG_DOUBLE,
 }
 # The data type each kind has on its own.
 KIND_TYPE = {
@@ -62,6 +65,7 @@ KIND_TYPE = {
     "decimal_tag": "decimal",
     "binary_tag": "binary",
     "bigint_tag": "bigint",
+    "double_tag": "double",
     "iso": "timestamp",
     "text": "text",
     "bigint": "bigint",
@@ -77,7 +81,7 @@ KIND_TYPE = {
 ABSORBS = {
     "text": {"text", "iso"},
     "timestamp": {"timestamp", "timestamp_tag", "iso"},
-    "double": {"double", "bigint"},
+    "double": {"double", "bigint", "double_tag"},
     "decimal": {"decimal", "decimal_tag", "bigint"},
     "bigint": {"bigint", "bigint_tag"},
     "bool": {"bool"},
@@ -173,6 +177,9 @@ def converter(kind: str, target: T.DataType) -> Callable[[Column], Column]:
     if kind == "binary_tag":
         return lambda c: F.unbase64(_payload(c))
     if kind == "bigint_tag":
+        return lambda c: _payload(c).cast(target)
+    if kind == "double_tag":
+        # "NaN", "Infinity" or "-Infinity": Spark's cast reads each back as the double it was.
         return lambda c: _payload(c).cast(target)
     # Non-string kinds: the same type, or a lossless widening (bigint → double/decimal).
     return lambda c: c.cast(target)
