@@ -12,7 +12,6 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -30,6 +29,7 @@ from sparkload.load.sql import quote
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.normalizer import LOAD_ID, NormalizedTable
 from sparkload.pipeline.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPackage
+from sparkload.side_by_side import run_side_by_side
 
 logger = logging.getLogger(__name__)
 
@@ -116,14 +116,9 @@ class Loader:
             for commit in table_commits:
                 self._commit(commit)
 
-        with (
-            merge_sql.tagged_commits(self.spark, self.load_id),
-            ThreadPoolExecutor(max_workers=_CONCURRENT_COMMITS, thread_name_prefix="commit") as pool,
-        ):
-            futures = [pool.submit(commit_in_turn, group) for group in by_table.values()]
-        failures = [error for error in (future.exception() for future in futures) if error is not None]
-        if failures:
-            raise failures[0]
+        with merge_sql.tagged_commits(self.spark, self.load_id):
+            tasks = [functools.partial(commit_in_turn, group) for group in by_table.values()]
+            run_side_by_side(tasks, _CONCURRENT_COMMITS, "commit")
 
     def _check_destructive_changes(self) -> list[str]:
         """Refuse (or note) destructive changes against the tables as they are now."""

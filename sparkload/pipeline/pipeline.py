@@ -52,10 +52,13 @@ from sparkload.pipeline.package import (
 from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import Progress
 from sparkload.pipeline.trace import PipelineTrace
+from sparkload.side_by_side import run_side_by_side
 
 logger = logging.getLogger(__name__)
 
 _last_pipeline: list[Pipeline | None] = [None]
+# Tables normalized at once (each is a few engine calls; see side_by_side.py).
+_CONCURRENT_TABLES = 4
 
 
 def last_pipeline() -> Pipeline | None:
@@ -413,38 +416,16 @@ class Pipeline:
 
     def _normalize_package(self, package: LoadPackage, staged: LoadPackage) -> None:
         manifest = package.read(EXTRACT_MANIFEST)
-        tables: list[dict[str, Any]] = []
-        hints: dict[str, Any] = {}
-        for extracted in manifest["tables"]:
-            name = extracted["name"]
-            hints[name] = extracted["hints"]
-            if not extracted["rows"]:
-                continue
-            replacing = extracted["hints"]["write_disposition"]["disposition"] == "replace" or extracted[
-                "hints"
-            ].get("refresh")
-
-            def destination_schema(table: str, replacing: bool = replacing) -> Any:
-                # A replaced table takes the load's types; other tables keep theirs.
-                return None if replacing else DeltaTable(self.spark, self.dataset_uri, table).schema()
-
-            normalizer = TableNormalizer(self.spark, package.load_id, extracted["hints"], destination_schema)
-            try:
-                normalized = normalizer.normalize(
-                    name,
-                    package.extracted_table_dir(name),
-                    staged.normalized_uri,
-                    extracted.get("json_schema"),
-                )
-            except SparkloadError:
-                raise
-            except Exception as exc:
-                raise NormalizeError(
-                    f"table '{name}' (resource '{extracted['resource']}'): {exc}. The extracted "
-                    "package stays in the working directory and the next run retries it; "
-                    "pipeline.drop_pending_packages() discards it"
-                ) from exc
-            tables += [table.to_dict() for table in normalized]
+        hints = {extracted["name"]: extracted["hints"] for extracted in manifest["tables"]}
+        # Tables normalize independently of each other: side by side, so that the engine
+        # calls of many small tables overlap.
+        tasks = [
+            functools.partial(self._normalize_table, package, staged, extracted)
+            for extracted in manifest["tables"]
+            if extracted["rows"]
+        ]
+        normalized = run_side_by_side(tasks, _CONCURRENT_TABLES, "normalize")
+        tables = [table.to_dict() for family in normalized for table in family]
         staged.write(
             NORMALIZE_MANIFEST,
             {
@@ -456,6 +437,33 @@ class Pipeline:
                 "base_version": manifest["base_version"],
             },
         )
+
+    def _normalize_table(
+        self, package: LoadPackage, staged: LoadPackage, extracted: dict[str, Any]
+    ) -> list[NormalizedTable]:
+        """One extracted table, with its nested tables."""
+        name = extracted["name"]
+        replacing = extracted["hints"]["write_disposition"]["disposition"] == "replace" or bool(
+            extracted["hints"].get("refresh")
+        )
+
+        def destination_schema(table: str) -> Any:
+            # A replaced table takes the load's types; other tables keep theirs.
+            return None if replacing else DeltaTable(self.spark, self.dataset_uri, table).schema()
+
+        normalizer = TableNormalizer(self.spark, package.load_id, extracted["hints"], destination_schema)
+        try:
+            return normalizer.normalize(
+                name, package.extracted_table_dir(name), staged.normalized_uri, extracted.get("json_schema")
+            )
+        except SparkloadError:
+            raise
+        except Exception as exc:
+            raise NormalizeError(
+                f"table '{name}' (resource '{extracted['resource']}'): {exc}. The extracted "
+                "package stays in the working directory and the next run retries it; "
+                "pipeline.drop_pending_packages() discards it"
+            ) from exc
 
     @_locked
     def load(self) -> LoadInfo:
