@@ -397,3 +397,28 @@ def test_a_full_refresh_keeps_the_merge_and_empties_nested_tables_in_one_commit_
     assert after == {t: v + 1 for t, v in before.items()}
     # the cursor started over and then moved to the newest row of the refresh
     assert pipeline.plan(users(rows)).incrementals == {"users.updated": day(3)}
+
+
+@pytest.mark.parametrize("deletes_in_refresh", [False, True], ids=["no-deletes", "with-deletes"])
+def test_a_full_refresh_forgets_the_tombstones_of_deleted_keys(
+    pipeline: sl.Pipeline, deletes_in_refresh: bool
+) -> None:
+    """sequence_by keeps the newest deleted version of a key (a tombstone) so that an older
+    insert stays out; a refresh starts the table over, tombstones included."""
+    hints: dict[str, Any] = {
+        "name": "items",
+        "primary_key": "id",
+        "write_disposition": {"disposition": "merge", "sequence_by": "lsn"},
+        "columns": {"deleted": {"hard_delete": True}},
+    }
+    pipeline.run(sl.resource([{"id": 1, "lsn": 1, "v": "a", "deleted": False}], **hints))
+    pipeline.run(sl.resource([{"id": 1, "lsn": 9, "deleted": True}], **hints))
+
+    refreshed = [{"id": 2, "lsn": 1, "v": "b", "deleted": False}]
+    if deletes_in_refresh:
+        refreshed.append({"id": 3, "lsn": 1, "deleted": True})
+    pipeline.run(sl.resource(refreshed, **hints), restate=["items"])
+    # an insert of key 1 older than the forgotten delete now loads
+    pipeline.run(sl.resource([{"id": 1, "lsn": 2, "v": "again", "deleted": False}], **hints))
+
+    assert sorted((r["id"], r["v"]) for r in delta_rows(pipeline, "items")) == [(1, "again"), (2, "b")]

@@ -183,6 +183,8 @@ def _tombstones(family: MergeFamily, deletes: DataFrame) -> list[TableCommit]:
         return []
     table = family.table(sequence.tombstone_table(family.root))
     rows = sequence.tombstones(deletes, config.primary_key, config.sequence_by, family.load_id)
+    if family.refresh:
+        return [family.append(table.name, rows, count)]  # a refresh keeps no older tombstone
     return [
         sequence.tombstone_commit(table, rows, count, config.primary_key, config.sequence_by, family.load_id)
     ]
