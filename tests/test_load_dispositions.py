@@ -403,3 +403,15 @@ def test_repeating_a_load_whose_commits_happened_writes_nothing_twice(
         )
     ids = {"append": [1, 1, 2], "replace": [1, 2], "merge": [1, 2]}[disposition]
     assert expected[delta_rows][0] == ids
+
+
+def test_load_info_lists_tables_in_load_order_though_they_commit_side_by_side(pipeline: sl.Pipeline) -> None:
+    rows = [{"id": n, "tags": ["a"], "parts": [{"p": 1, "subs": [1, 2]}]} for n in range(3)]
+    for _ in range(3):  # a first load (appends), then merges
+        info = pipeline.run(rows, table_name="events", write_disposition="merge", primary_key="id")
+        assert [t["table"] for t in info.tables] == [
+            "events",
+            "events__tags",
+            "events__parts",
+            "events__parts__subs",
+        ]

@@ -101,7 +101,10 @@ class Loader:
             family = [t for t in self.tables if t.root == root]
             commits += self._prepare_family(root, family, hints)
         self._commit_all(commits)
-        return [TableLoad(**entry) for entry in self.done.values()]
+        # In the order the commits were prepared (root tables first), not the order the
+        # side-by-side commits happened to end in.
+        order = list(dict.fromkeys([commit.table for commit in commits] + list(self.done)))
+        return [TableLoad(**self.done[name]) for name in order if name in self.done]
 
     def _commit_all(self, commits: list[TableCommit]) -> None:
         """Commit the tables side by side. No commit depends on another table's commit
