@@ -28,7 +28,7 @@ from sparkload.load import destructive
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.naming import normalize_table_name
 from sparkload.normalize.normalizer import NormalizedTable
-from sparkload.normalize.types import spark_type
+from sparkload.normalize.types import data_type_of_spark, spark_type
 from sparkload.pipeline import schedule
 from sparkload.pipeline import state as state_store
 
@@ -255,7 +255,9 @@ def _table_plan(
     old = {field.name: field.dataType for field in existing.fields}
     added = {column: dtype.simpleString() for column, dtype in incoming.items() if column not in old}
     changes = [
-        TypeChange(column, old[column].simpleString(), dtype.simpleString(), not _widens(old[column], dtype))
+        TypeChange(
+            column, old[column].simpleString(), _data_type_name(dtype), not _widens(old[column], dtype)
+        )
         for column, dtype in incoming.items()
         if column in old and old[column].simpleString() != dtype.simpleString()
     ]
@@ -275,6 +277,15 @@ def _table_plan(
         changes.append(TypeChange("(keys)", "", change.description, True))
     status = "changed" if added or changes else "unchanged"
     return TablePlan(name, resource.name, status, disposition, added, changes)
+
+
+def _data_type_name(dtype: T.DataType) -> str:
+    """A new type as the load's messages name it: sparkload's data type (``text``, as in a
+    column hint), the engine's name where there is none."""
+    try:
+        return data_type_of_spark(dtype)
+    except ValueError:
+        return dtype.simpleString()
 
 
 def _widens(old: T.DataType, new: T.DataType) -> bool:
