@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import time
 from collections.abc import Iterator, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -104,8 +105,25 @@ def tagged_commits(spark: SparkSession, load_id: str) -> Iterator[None]:
     """Tag the SQL commits (MERGE) made inside with ``load_id``: JVM Delta records it in
     commitInfo.userMetadata (Sail 0.7 ignores it). Set once around all of a load's
     commits, which may run in several threads of the one session."""
-    spark.conf.set(_USER_METADATA, load_id)
+    _configure(spark, load_id)
     try:
         yield
     finally:
-        spark.conf.unset(_USER_METADATA)
+        _configure(spark, None)
+
+
+def _configure(spark: SparkSession, load_id: str | None, attempts: int = 3) -> None:
+    """Set (or unset) the commit tag. Setting a session option is idempotent, so a call the
+    connection garbled (the embedded engine once answered one with a corrupt message) is
+    simply made again."""
+    for attempt in range(1, attempts + 1):
+        try:
+            if load_id is None:
+                spark.conf.unset(_USER_METADATA)
+            else:
+                spark.conf.set(_USER_METADATA, load_id)
+            return
+        except Exception:
+            if attempt == attempts:
+                raise
+            time.sleep(0.05 * attempt)
