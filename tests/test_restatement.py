@@ -49,6 +49,21 @@ def values(pipeline: sl.Pipeline, table: str = "daily") -> dict[int, int]:
     return {(r["ts"].replace(tzinfo=UTC) - START).days: r["value"] for r in delta_rows(pipeline, table)}
 
 
+def _daily_with_doubled(feed: Feed) -> Any:
+    """A source of the feed's daily resource and an appending transformer reading it."""
+    daily = feed.daily()
+
+    @sl.transformer(data_from=daily, write_disposition="append")
+    def doubled(item: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        yield {"ts": item["ts"], "double": item["value"] * 2}
+
+    @sl.source
+    def both() -> Any:
+        return daily, doubled
+
+    return both
+
+
 def test_restating_a_range_reloads_exactly_those_intervals(pipeline: sl.Pipeline) -> None:
     feed = Feed()
     pipeline.run(feed.daily(), execution_time=NOW)
@@ -127,16 +142,7 @@ def test_a_non_idempotent_resource_is_ignored_when_the_start_is_after_its_own_st
 
 def test_a_transformer_reading_a_restated_resource_is_restated_too(pipeline: sl.Pipeline) -> None:
     feed = Feed()
-    daily = feed.daily()
-
-    @sl.transformer(data_from=daily, write_disposition="append")
-    def doubled(item: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        yield {"ts": item["ts"], "double": item["value"] * 2}
-
-    @sl.source
-    def both() -> Any:
-        return daily, doubled
-
+    both = _daily_with_doubled(feed)
     pipeline.run(both(), execution_time=NOW)
     assert len(delta_rows(pipeline, "doubled")) == 7
     feed.values[3] = 30
@@ -275,16 +281,7 @@ def test_a_transformer_of_a_resource_restated_from_all_of_time_is_refreshed_with
     without start= reaches the appending transformer's start, so it is rebuilt from the
     restated items, each day once with the corrected value."""
     feed = Feed()
-    daily = feed.daily()
-
-    @sl.transformer(data_from=daily, write_disposition="append")
-    def doubled(item: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        yield {"ts": item["ts"], "double": item["value"] * 2}
-
-    @sl.source
-    def both() -> Any:
-        return daily, doubled
-
+    both = _daily_with_doubled(feed)
     pipeline.run(both(), execution_time=NOW)
     feed.values[3] = 30
     feed.windows.clear()
