@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import deltalake
+import engines
 import pytest
 
 import sparkload as sl
@@ -18,10 +19,27 @@ AIRFLOW_TESTS = Path(__file__).parent / "airflow"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
+        "--engine",
+        default="embedded",
+        help=f"the engine the tests run on: one of {', '.join(engines.ENGINES)} (see tests/engines.py)",
+    )
+    parser.addoption(
         "--run-airflow",
         action="store_true",
         help="run tests/airflow against a real Apache Airflow (installed by `nox -s airflow`)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    engines.start(config.getoption("--engine"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    engines.stop()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"sparkload engine: {engines.current()}"
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -34,10 +52,14 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 @pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test sees the developer's ~/.sparkload or a remote engine from the environment."""
+    """No test sees the developer's ~/.sparkload or engine settings; each runs on the engine
+    the run was given (``--engine``)."""
     monkeypatch.setenv("SPARKLOAD_GLOBAL_DIR", str(tmp_path / "_global_settings"))
     monkeypatch.setenv("SPARKLOAD_PROJECT_DIR", str(tmp_path / "_project"))
-    monkeypatch.delenv("SPARKLOAD_SPARK_REMOTE", raising=False)
+    for variable in ("SPARKLOAD_SPARK_REMOTE", "SPARKLOAD_SPARK_MASTER"):
+        monkeypatch.delenv(variable, raising=False)
+    for variable, value in engines.environment(engines.current()).items():
+        monkeypatch.setenv(variable, value)
 
 
 @pytest.fixture

@@ -1,59 +1,97 @@
 """Pick the SparkSession a pipeline runs on.
 
-Order: an explicit ``spark=`` argument (a SparkSession or an ``sc://`` URL), then the
-``SPARKLOAD_SPARK_REMOTE`` environment variable, then ``engine.remote`` in config.toml,
-then the embedded Sail server.
+Order: an explicit ``spark=`` argument (a SparkSession, an ``sc://`` Spark Connect URL or a
+JVM master URL such as ``local[2]``), then ``SPARKLOAD_SPARK_REMOTE`` (an ``sc://`` URL),
+then ``SPARKLOAD_SPARK_MASTER`` (a master URL), then ``[engine] remote`` / ``[engine] master``
+in config.toml, then the active SparkSession (a Databricks notebook's ``spark``, a
+``spark-submit`` job's), then the embedded Sail server.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
+import threading
 from typing import Any
 
 from sparkload.config import get_config_value
+from sparkload.engine import connect, jvm
 from sparkload.engine.embedded import embedded_remote_url
+from sparkload.engine.settings import SESSION_CONF
 from sparkload.exceptions import EngineError
 
-# Every timestamp sparkload writes is UTC; the session must not shift them to local time.
-SESSION_CONF = {"spark.sql.session.timeZone": "UTC"}
-
-
-def resolve_spark(spark: Any = None) -> Any:
-    """Return a SparkSession for ``spark`` (a session, an ``sc://`` URL, or None)."""
-    if spark is not None and not isinstance(spark, str):
-        _configure(spark)
-        return spark
-    url = spark or os.environ.get("SPARKLOAD_SPARK_REMOTE") or get_config_value("engine.remote")
-    if not url:
-        url = embedded_remote_url()
-    return _connect(str(url))
-
-
-# One session per Spark Connect URL. PySpark's getOrCreate() would hand back whatever
-# session is active, even one connected to another server.
+_lock = threading.Lock()
+# Sessions sparkload made, by URL. PySpark's getOrCreate() would hand back whatever session
+# is active, even one connected to another server.
 _sessions: dict[str, Any] = {}
 
 
-def _connect(url: str) -> Any:
-    if not url.startswith("sc://"):
-        raise EngineError(f"a remote Spark must be a Spark Connect URL starting with sc://, got {url!r}")
+def resolve_spark(spark: Any = None) -> Any:
+    """Return a SparkSession for ``spark`` (a session, a URL, or None)."""
+    if spark is not None and not isinstance(spark, str):
+        return spark
+    _let_pyspark_connect_from_inline_code()
+    url = (
+        spark
+        or os.environ.get("SPARKLOAD_SPARK_REMOTE")
+        or os.environ.get("SPARKLOAD_SPARK_MASTER")
+        or get_config_value("engine.remote")
+        or get_config_value("engine.master")
+    )
+    if url:
+        return session_for(str(url))
+    active = _active_session()
+    if active is not None:
+        return active
+    return session_for(embedded_remote_url())
+
+
+def session_for(url: str) -> Any:
+    """sparkload's own session for a Spark Connect or JVM master URL (one per URL)."""
+    with _lock:
+        session = _sessions.get(url)
+        if session is None:
+            if url.startswith("sc://"):
+                session = connect.connect(url, SESSION_CONF)
+            elif jvm.is_master_url(url):
+                session = jvm.jvm_session(url, SESSION_CONF)
+            else:
+                raise EngineError(
+                    "spark must be a SparkSession, a Spark Connect URL (sc://host:15002) or a JVM "
+                    f"master URL (local[2], spark://host:7077, yarn), got {connect.redact_url(url)}"
+                )
+            _sessions[url] = session
+        return session
+
+
+def is_own_session(spark: Any) -> bool:
+    """Whether sparkload made ``spark`` (and may keep its settings as it needs them)."""
+    return any(spark is session for session in _sessions.values())
+
+
+def _active_session() -> Any:
+    """The session the user's code made, if any: a classic one (a notebook's or a job's) or
+    a Spark Connect one; never one sparkload made for another URL."""
+    if "pyspark.sql" not in sys.modules:
+        return None  # nobody made a session without importing PySpark
+    found: list[Any] = []
+    # PySpark's own getActiveSession() looks for a JVM Spark home when no Connect session is
+    # marked active, and without one exits the process; ask each kind of session directly.
+    if importlib.util.find_spec("pyspark.core") is not None:
+        from pyspark import SparkContext
+
+        if SparkContext._active_spark_context is not None:
+            from pyspark.sql import SparkSession
+
+            found.append(SparkSession.getActiveSession())
     try:
-        from pyspark.sql import SparkSession
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise EngineError(
-            "PySpark is not installed: pip install 'sparkload[local]' (or pyspark-client)"
-        ) from exc
-    session = _sessions.get(url)
-    if session is None:
-        _let_pyspark_connect_from_inline_code()
-        builder = SparkSession.builder.remote(url)
-        for key, value in SESSION_CONF.items():
-            builder = builder.config(key, value)
-        session = builder.create()
-        _sessions[url] = session
-    _configure(session)
-    return session
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # a classic PySpark without the Connect client's packages
+        pass
+    else:
+        found.append(ConnectSession.getActiveSession())
+    return next((s for s in found if s is not None and not is_own_session(s)), None)
 
 
 def _let_pyspark_connect_from_inline_code() -> None:
@@ -68,14 +106,10 @@ def _let_pyspark_connect_from_inline_code() -> None:
         os.environ["SPARK_HOME"] = os.path.dirname(os.path.abspath(pyspark.__file__))
 
 
-def _configure(session: Any) -> None:
-    for key, value in SESSION_CONF.items():
-        session.conf.set(key, value)
-
-
 def release_session(url: str) -> None:
     """Stop and forget the session to ``url`` (before its server goes away: PySpark's exit
     hook would otherwise keep retrying a dead server)."""
-    session = _sessions.pop(url, None)
+    with _lock:
+        session = _sessions.pop(url, None)
     if session is not None:
         session.stop()

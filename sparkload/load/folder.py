@@ -65,6 +65,11 @@ class Folder:
         with self._fs.open_output_stream(self._file(name)) as stream:
             stream.write(data)
 
+    def remove(self, name: str) -> None:
+        """Delete the file ``name`` (nothing happens if it is not there)."""
+        if self.exists(name):
+            self._fs.delete_file(self._file(name))
+
     def subfolders(self) -> list[str]:
         """Names of the folders directly inside, sorted."""
         selector = pafs.FileSelector(self._path, allow_not_found=True)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
+from sparkload.engine.settings import session_settings
 from sparkload.load.schema_check import align_to_table, check_types
 from sparkload.load.sql import conjunction, delta_path, qualified, quote
 from sparkload.load.table import DeltaTable
@@ -100,30 +100,9 @@ def merge_into(table: DeltaTable, source: DataFrame, on: str, clauses: Sequence[
         spark.catalog.dropTempView(view)
 
 
-@contextlib.contextmanager
-def tagged_commits(spark: SparkSession, load_id: str) -> Iterator[None]:
+def tagged_commits(spark: SparkSession, load_id: str) -> contextlib.AbstractContextManager[None]:
     """Tag the SQL commits (MERGE) made inside with ``load_id``: JVM Delta records it in
     commitInfo.userMetadata (Sail 0.7 ignores it). Set once around all of a load's
-    commits, which may run in several threads of the one session."""
-    _configure(spark, load_id)
-    try:
-        yield
-    finally:
-        _configure(spark, None)
-
-
-def _configure(spark: SparkSession, load_id: str | None, attempts: int = 3) -> None:
-    """Set (or unset) the commit tag. Setting a session option is idempotent, so a call the
-    connection garbled (the embedded engine once answered one with a corrupt message) is
-    simply made again."""
-    for attempt in range(1, attempts + 1):
-        try:
-            if load_id is None:
-                spark.conf.unset(_USER_METADATA)
-            else:
-                spark.conf.set(_USER_METADATA, load_id)
-            return
-        except Exception:
-            if attempt == attempts:
-                raise
-            time.sleep(0.05 * attempt)
+    commits, which may run in several threads of the one session; the session's own value
+    comes back afterwards."""
+    return session_settings(spark, {_USER_METADATA: load_id})

@@ -12,8 +12,9 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import orjson
 from pyspark.sql import types as T
 
 # Sail infers JSON schemas from a sample unless told otherwise, and then reads a later 2.5
@@ -26,8 +27,33 @@ class SchemaConflict(Exception):
 
 
 def infer_json_schema(spark: Any, path: str) -> T.StructType:
+    """The file's schema, its fields in the order of the file's first record: JVM Spark
+    sorts inferred fields by name, Sail keeps them as seen, and a table's columns (and the
+    order of its nested tables) must not depend on the engine."""
     schema: T.StructType = spark.read.options(**INFER_ALL).json(path).schema
-    return schema
+    with open(path, "rb") as staged:
+        first = staged.readline()
+    ordered = ordered_like(schema, orjson.loads(first)) if first.strip() else schema
+    return cast(T.StructType, ordered)
+
+
+def ordered_like(data_type: T.DataType, sample: Any) -> T.DataType:
+    """``data_type`` with struct fields in ``sample``'s key order (a decoded JSON value);
+    fields the sample lacks follow in their inferred order."""
+    if isinstance(data_type, T.StructType) and isinstance(sample, dict):
+        by_name = {field.name: field for field in data_type.fields}
+        names = [name for name in sample if name in by_name]
+        names += [name for name in by_name if name not in sample]
+        return T.StructType(
+            [
+                T.StructField(name, ordered_like(by_name[name].dataType, sample.get(name)), True)
+                for name in names
+            ]
+        )
+    if isinstance(data_type, T.ArrayType) and isinstance(sample, list):
+        element = next((item for item in sample if item is not None), None)
+        return T.ArrayType(ordered_like(data_type.elementType, element), data_type.containsNull)
+    return data_type
 
 
 def merge_types(left: T.DataType, right: T.DataType) -> T.DataType:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import datetime
@@ -17,6 +18,9 @@ from typing import Any, TypeVar, cast
 
 from sparkload import destinations
 from sparkload.engine import resolve_spark
+from sparkload.engine.checks import require_delta
+from sparkload.engine.session import is_own_session
+from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import NormalizeError, PipelineStepFailed, ResourceError, SparkloadError
 from sparkload.extract.extractor import (
     ExtractedTable,
@@ -38,6 +42,7 @@ from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
 from sparkload.pipeline import current, pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
+from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_plan import build_plan
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
 from sparkload.pipeline.lock import OvertakenPackageError, RunLock, check_not_overtaken
@@ -83,7 +88,7 @@ def _locked(method: _Method) -> _Method:
 
     @functools.wraps(method)
     def locked(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
-        with self._lock.held():
+        with self._lock.held(), self._session_scope():
             return method(self, *args, **kwargs)
 
     return cast(_Method, locked)
@@ -154,8 +159,18 @@ class Pipeline:
     def spark(self) -> Any:
         """The SparkSession this pipeline runs on (the embedded engine starts on first use)."""
         if self._spark is None:
-            self._spark = resolve_spark(self._spark_arg)
+            spark = resolve_spark(self._spark_arg)
+            require_delta(spark)
+            check_engine_sees(spark, str(self.working_dir), self.dataset_uri)
+            self._spark = spark
         return self._spark
+
+    def _session_scope(self) -> contextlib.AbstractContextManager[None]:
+        """The settings sparkload's statements need, on a session that is the user's only
+        for this call (sparkload's own sessions keep them)."""
+        if is_own_session(self.spark):
+            return contextlib.nullcontext()
+        return session_settings(self.spark, SESSION_CONF)
 
     @property
     def dataset_uri(self) -> str:
