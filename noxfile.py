@@ -1,4 +1,6 @@
-"""Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s airflow`, `nox -s benchmark`."""
+"""Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s airflow`, `nox -s benchmark`, and
+the engine matrix: `nox -s spark` (JVM Spark + delta-spark), `nox -s connect` (a Sail Spark
+Connect server in another process), `nox -s cluster` (Sail's local-cluster mode)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,67 @@ def airflow(session: nox.Session) -> None:
     """allow_external_schedulers against a real Apache Airflow: the example DAG's catchup."""
     session.install("-e", ".[local,test]", AIRFLOW)
     session.run("pytest", "tests/airflow", "--run-airflow", *session.posargs)
+
+
+# The behaviour tests every engine runs: dispositions, every merge strategy (both scd2
+# flavours, sequence_by), nested tables, incremental cursors and state, time intervals with
+# time-range replacement and restatement, destructive-change refusal, exactly-once resume
+# after kills, the user's session left as found; every table read back by delta-rs too.
+SAIL_MATRIX = [
+    "tests/test_engine_matrix.py",
+    "tests/test_smoke.py",
+    "tests/test_load_dispositions.py",
+    "tests/test_merge_examples.py",
+    "tests/test_merge_strategies.py",
+    "tests/test_nested.py",
+    "tests/test_types.py",
+    "tests/test_incremental_examples.py",
+    "tests/test_intervals.py",
+    "tests/test_restatement.py",
+    "tests/test_destructive_changes.py",
+    "tests/test_exactly_once.py",
+    "tests/test_merge_crash.py",
+]
+# A JVM Spark is several times slower per small statement and each crash-test process
+# starts a JVM, so its run takes the same behaviours in fewer tests.
+JVM_MATRIX = [
+    "tests/jvm",
+    "tests/test_engine_matrix.py",
+    "tests/test_smoke.py",
+    "tests/test_load_dispositions.py",
+    "tests/test_merge_examples.py",
+    "tests/test_nested.py",
+    "tests/test_merge_strategies.py::test_upsert_updates_inserts_and_hard_deletes_with_nested_rows",
+    "tests/test_merge_strategies.py::test_sequence_by_older_records_never_overwrite_newer_ones",
+    "tests/test_incremental_examples.py::test_a_fresh_working_directory_continues_from_the_state_in_the_destination",
+    "tests/test_intervals.py::test_lookback_two_reprocesses_the_two_days_before_each_new_one_idempotently",
+    "tests/test_intervals.py::test_an_empty_window_deletes_the_rows_and_nested_rows_the_table_held_in_it",
+    "tests/test_restatement.py::test_restating_a_range_reloads_exactly_those_intervals",
+    "tests/test_destructive_changes.py::test_a_type_change_stops_the_load_before_any_commit_naming_table_column_and_types",
+    "tests/test_exactly_once.py::test_kill_at_every_stage_boundary",
+]
+
+
+@nox.session
+def spark(session: nox.Session) -> None:
+    """The matrix on Apache Spark (JVM, local[2]) with delta-spark; Ivy fetches the Delta jars
+    once into ~/.ivy2."""
+    session.install("-e", ".[spark,test]")
+    session.run("pytest", "--engine=spark", *(session.posargs or JVM_MATRIX))
+
+
+@nox.session
+def connect(session: nox.Session) -> None:
+    """The matrix on a Sail Spark Connect server in another process."""
+    session.install("-e", ".[local,test]")
+    session.run("pytest", "--engine=connect", *(session.posargs or SAIL_MATRIX))
+
+
+@nox.session
+def cluster(session: nox.Session) -> None:
+    """The matrix on Sail's local-cluster mode (driver and worker actors, in another process)."""
+    session.install("-e", ".[local,test]")
+    session.run("pytest", "--engine=cluster", *(session.posargs or SAIL_MATRIX))
 
 
 @nox.session

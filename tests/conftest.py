@@ -15,6 +15,7 @@ from sparkload.normalize.normalizer import SYSTEM_COLUMNS
 
 _names = itertools.count()
 AIRFLOW_TESTS = Path(__file__).parent / "airflow"
+JVM_TESTS = Path(__file__).parent / "jvm"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,6 +47,9 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     """tests/airflow needs Apache Airflow, which the everyday install leaves out; its nox
     session installs it and asks for these tests with --run-airflow."""
     if AIRFLOW_TESTS in (collection_path, *collection_path.parents) and not config.getoption("--run-airflow"):
+        return True
+    # tests/jvm starts JVMs of its own: only in the JVM engine's session (nox -s spark).
+    if JVM_TESTS in (collection_path, *collection_path.parents) and engines.current() != "spark":
         return True
     return None
 
