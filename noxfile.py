@@ -62,16 +62,28 @@ JVM_MATRIX = [
     "tests/test_intervals.py::test_an_empty_window_deletes_the_rows_and_nested_rows_the_table_held_in_it",
     "tests/test_restatement.py::test_restating_a_range_reloads_exactly_those_intervals",
     "tests/test_destructive_changes.py::test_a_type_change_stops_the_load_before_any_commit_naming_table_column_and_types",
-    "tests/test_exactly_once.py::test_kill_at_every_stage_boundary",
+    "tests/test_exactly_once.py::test_kill_at_every_stage_boundary[same-working-dir]",
+]
+# Apache Spark's own Spark Connect server (JVM, with delta-spark): what differs from the
+# classic JVM session is the client and its protocol, not Delta.
+SPARK_CONNECT_MATRIX = [
+    "tests/test_engine_matrix.py",
+    "tests/test_smoke.py",
+    "tests/test_merge_examples.py",
+    "tests/test_nested.py",
 ]
 
 
 @nox.session
 def spark(session: nox.Session) -> None:
-    """The matrix on Apache Spark (JVM, local[2]) with delta-spark; Ivy fetches the Delta jars
-    once into ~/.ivy2."""
+    """The matrix on Apache Spark (JVM, local[2]) with delta-spark, in the process and behind
+    Apache Spark's own Spark Connect server; Ivy fetches the Delta jars once into ~/.ivy2."""
     session.install("-e", ".[spark,test]")
-    session.run("pytest", "--engine=spark", *(session.posargs or JVM_MATRIX))
+    if session.posargs:
+        session.run("pytest", *session.posargs)
+        return
+    session.run("pytest", "--engine=spark", *JVM_MATRIX)
+    session.run("pytest", "--engine=spark-connect", *SPARK_CONNECT_MATRIX)
 
 
 @nox.session

@@ -4,7 +4,9 @@
 - ``spark``: Apache Spark on the JVM with delta-spark (``local[2]``), started by sparkload
   from ``SPARKLOAD_SPARK_MASTER`` (needs the ``spark`` extra instead of ``local``);
 - ``connect``: a Sail Spark Connect server in another process, reached by ``sc://`` URL;
-- ``cluster``: the same server in Sail's local-cluster mode (driver and worker actors).
+- ``cluster``: the same server in Sail's local-cluster mode (driver and worker actors);
+- ``spark-connect``: Apache Spark's own Spark Connect server on the JVM with delta-spark,
+  in another process (needs the ``spark`` extra, whose PySpark brings the server's jars).
 
 The engine is chosen through the environment, so the subprocesses that crash tests start
 run on it too. A test that shows an engine's limit is marked with ``engine_limit``: a
@@ -24,7 +26,9 @@ from typing import Any
 
 import pytest
 
-ENGINES = ("embedded", "spark", "connect", "cluster")
+ENGINES = ("embedded", "spark", "connect", "cluster", "spark-connect")
+# Engines that are a server in another process, reached by an sc:// URL.
+REMOTE_ENGINES = ("connect", "cluster", "spark-connect")
 JVM_MASTER = "local[2]"
 _current = ["embedded"]
 _server: list[subprocess.Popen[bytes]] = []
@@ -43,7 +47,7 @@ def environment(engine: str) -> dict[str, str]:
     """The variables that send sparkload (and the subprocesses tests start) to ``engine``."""
     if engine == "spark":
         return {"SPARKLOAD_SPARK_MASTER": JVM_MASTER}
-    if engine in ("connect", "cluster"):
+    if engine in REMOTE_ENGINES:
         return {"SPARKLOAD_SPARK_REMOTE": os.environ["SPARKLOAD_TEST_REMOTE"]}
     return {}
 
@@ -54,11 +58,19 @@ def start(engine: str) -> None:
         raise pytest.UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     _current[0] = engine
     os.environ["SPARKLOAD_TEST_ENGINE"] = engine
-    if engine in ("connect", "cluster"):
-        extra = {"SAIL_MODE": "local-cluster"} if engine == "cluster" else {}
-        process, url = start_sail_server(extra)
+    if engine in REMOTE_ENGINES:
+        process, url = _start_server(engine)
         _server.append(process)
         os.environ["SPARKLOAD_TEST_REMOTE"] = url
+    # For the whole process too, not only inside each test: module-scoped fixtures start
+    # subprocesses before any test's own settings apply.
+    os.environ.update(environment(engine))
+
+
+def _start_server(engine: str) -> tuple[subprocess.Popen[bytes], str]:
+    if engine == "spark-connect":
+        return start_spark_connect_server()
+    return start_sail_server({"SAIL_MODE": "local-cluster"} if engine == "cluster" else {})
 
 
 def stop() -> None:
@@ -81,6 +93,39 @@ def sail_command() -> list[str]:
     return [sail, "spark", "server", "--ip", "127.0.0.1"]
 
 
+def start_spark_connect_server() -> tuple[subprocess.Popen[bytes], str]:
+    """Apache Spark's Spark Connect server (local[2]) with Delta Lake, in a JVM of its own."""
+    import pyspark
+
+    from sparkload.engine.jvm import DELTA_SESSION_CONF
+
+    home = os.path.dirname(os.path.abspath(pyspark.__file__))
+    jar = f"io.delta:delta-spark_{'.'.join(pyspark.__version__.split('.')[:2])}_2.13:{delta_version()}"
+    port = free_port()
+    settings = {
+        **DELTA_SESSION_CONF,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.enabled": "false",
+        # Small local tables: Spark's 200 shuffle partitions and Delta's 50 snapshot
+        # partitions would make every statement hundreds of empty tasks.
+        "spark.sql.shuffle.partitions": "4",
+        "spark.databricks.delta.snapshotPartitions": "2",
+    }
+    command = [f"{home}/bin/spark-submit", "--master", "local[2]", "--packages", jar]
+    for key, value in settings.items():
+        command += ["--conf", f"{key}={value}"]
+    command += ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "spark-internal"]
+    log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"spark-connect-{port}.log"), "wb")  # noqa: SIM115
+    process = subprocess.Popen(command, env=dict(os.environ, SPARK_HOME=home), stdout=log, stderr=log)
+    return process, wait_for_port(process, port, command, 180)
+
+
+def delta_version() -> str:
+    from importlib.metadata import version
+
+    return version("delta-spark")
+
+
 def start_sail_server(
     extra_env: dict[str, str] | None = None, wrap: list[str] | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
@@ -90,13 +135,18 @@ def start_sail_server(
     env = dict(os.environ, RUST_LOG="error", **(extra_env or {}))
     command = [*(wrap or []), *sail_command(), "--port", str(port)]
     process = subprocess.Popen(command, env=env)
-    deadline = time.monotonic() + 60
+    return process, wait_for_port(process, port, command, 60)
+
+
+def wait_for_port(process: subprocess.Popen[bytes], port: int, command: list[str], seconds: float) -> str:
+    """The server's ``sc://`` URL once it accepts connections on ``port``."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the sail server exited with {process.returncode}: {command}")
+            raise RuntimeError(f"the server exited with {process.returncode}: {command}")
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return process, f"sc://127.0.0.1:{port}"
+                return f"sc://127.0.0.1:{port}"
         time.sleep(0.1)
     process.kill()
-    raise RuntimeError("the sail server did not start within 60 s")
+    raise RuntimeError(f"the server did not start within {seconds:g} s: {command}")

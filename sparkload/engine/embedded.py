@@ -32,7 +32,8 @@ def embedded_remote_url() -> str:
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise EngineError(
                 "The embedded engine needs the 'local' extra: pip install 'sparkload[local]' "
-                "(or pass spark= / set SPARKLOAD_SPARK_REMOTE to use another Spark)."
+                "(or choose another Spark: spark=, SPARKLOAD_SPARK_REMOTE or SPARKLOAD_SPARK_MASTER; "
+                "see docs/engines.md)."
             ) from exc
         # Sail logs every session at INFO to stderr; keep a user's script output readable
         # unless they asked for Sail's logs with RUST_LOG.
