@@ -43,7 +43,7 @@ SAIL_MATRIX = [
     "tests/test_intervals.py",
     "tests/test_restatement.py",
     "tests/test_destructive_changes.py",
-    "tests/test_exactly_once.py",
+    "tests/test_exactly_once.py::test_kill_at_every_stage_boundary",
     "tests/test_merge_crash.py",
 ]
 # A JVM Spark is several times slower per small statement and each crash-test process

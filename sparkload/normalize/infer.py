@@ -34,6 +34,7 @@ from sparkload.normalize.types import (
     kind_condition,
     kind_of_spark_type,
     spark_type,
+    tag_payload,
 )
 
 
@@ -88,15 +89,15 @@ class ColumnSpec:
 
 
 def _decimal_scale(column: Column) -> Column:
-    payload = F.substring(column, 3, 1 << 30)
-    fraction = F.regexp_extract(payload, r"\.([0-9]*)$", 1)
+    fraction = F.regexp_extract(tag_payload(column), r"\.([0-9]*)$", 1)
     return F.when(column.startswith(TAG_DECIMAL), F.length(fraction))
 
 
 def _decimal_digits(column: Column) -> Column:
-    payload = F.substring(column, 3, 1 << 30)
-    integer = F.regexp_extract(payload, r"^-?([0-9]*)", 1)
-    return F.when(column.startswith(TAG_DECIMAL), F.length(F.regexp_replace(integer, "^0+", "")))
+    # The integer digits without their leading zeros, in one regexp_extract: Sail 0.7.2
+    # local-cluster cannot ship regexp_replace (nor substr) into a Delta write's stage.
+    integer = F.regexp_extract(tag_payload(column), r"^-?0*([0-9]*)", 1)
+    return F.when(column.startswith(TAG_DECIMAL), F.length(integer))
 
 
 def profile(

@@ -95,7 +95,7 @@ class TableNormalizer:
             if not doubles_for_bigint_columns(raw.schema, preferred):
                 return self._normalize(table, raw, out_uri)
         except Exception as exc:
-            if not _is_json_type_conflict(exc):
+            if not (_is_json_type_conflict(exc) or _is_hidden_task_error(exc)):
                 raise
         # Some field holds values of different JSON types: split them and read again.
         logger.info("table '%s': values of conflicting types, splitting into variant columns", table)
@@ -203,6 +203,14 @@ class TableNormalizer:
         for note in collisions:
             logger.warning("table '%s': column name collision resolved: %s", name, note)
         return NormalizedTable(name, parent, root, rows, specs, system, collisions, distinct_keys)
+
+
+def _is_hidden_task_error(exc: Exception) -> bool:
+    """Sail 0.7.2's cluster mode retries a failed task, and the retry can collide with the
+    first attempt's output: the job then reports that collision instead of the task's own
+    error (here, often the JSON type conflict). The split path reads the data again: it
+    succeeds where the cause was a type conflict and raises the real error otherwise."""
+    return "a different attempt has already produced job output" in str(exc)
 
 
 def _is_json_type_conflict(exc: Exception) -> bool:

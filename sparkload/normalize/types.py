@@ -156,31 +156,33 @@ def kind_condition(kind: str, column: Column) -> Column:
     return (untagged & ~is_iso) | column.startswith(TAG_STRING)
 
 
-def _payload(column: Column) -> Column:
-    return F.substring(column, 3, 1 << 30)
+def tag_payload(column: Column) -> Column:
+    """A tagged value without its two-character tag (Spark's ``substring(column, 3)``)."""
+    # overlay, not substring: Sail 0.7.2 local-cluster cannot ship substr into a Delta write.
+    return F.overlay(column, F.lit(""), 1, 2)
 
 
 def converter(kind: str, target: T.DataType) -> Callable[[Column], Column]:
     """How a value of ``kind`` becomes ``target``; only called for absorbed kinds."""
     if kind == "text":
-        return lambda c: F.when(c.startswith(TAG_STRING), _payload(c)).otherwise(c)
+        return lambda c: F.when(c.startswith(TAG_STRING), tag_payload(c)).otherwise(c)
     if kind == "iso":
         return (lambda c: c) if isinstance(target, T.StringType) else F.to_timestamp
     if kind == "timestamp_tag":
-        return lambda c: F.to_timestamp(_payload(c))
+        return lambda c: F.to_timestamp(tag_payload(c))
     if kind == "date_tag":
-        return lambda c: F.to_date(_payload(c))
+        return lambda c: F.to_date(tag_payload(c))
     if kind in ("time_tag",):
-        return _payload
+        return tag_payload
     if kind == "decimal_tag":
-        return lambda c: _payload(c).cast(target)
+        return lambda c: tag_payload(c).cast(target)
     if kind == "binary_tag":
-        return lambda c: F.unbase64(_payload(c))
+        return lambda c: F.unbase64(tag_payload(c))
     if kind == "bigint_tag":
-        return lambda c: _payload(c).cast(target)
+        return lambda c: tag_payload(c).cast(target)
     if kind == "double_tag":
         # "NaN", "Infinity" or "-Infinity": Spark's cast reads each back as the double it was.
-        return lambda c: _payload(c).cast(target)
+        return lambda c: tag_payload(c).cast(target)
     # Non-string kinds: the same type, or a lossless widening (bigint → double/decimal).
     return lambda c: c.cast(target)
 
