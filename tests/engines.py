@@ -74,6 +74,12 @@ def _start_server(engine: str) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def stop() -> None:
+    """Stop the engine's server, after the session to it: PySpark's exit hook would
+    otherwise retry a dead server for minutes before the test process can end."""
+    if _server:
+        from sparkload.engine.session import release_session
+
+        release_session(os.environ["SPARKLOAD_TEST_REMOTE"])
     for process in _server:
         process.terminate()
         process.wait(timeout=30)
