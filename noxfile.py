@@ -30,7 +30,8 @@ def airflow(session: nox.Session) -> None:
 # The behaviour tests every engine runs: dispositions, every merge strategy (both scd2
 # flavours, sequence_by), nested tables, incremental cursors and state, time intervals with
 # time-range replacement and restatement, destructive-change refusal, exactly-once resume
-# after kills, the user's session left as found; every table read back by delta-rs too.
+# after kills, the user's session left as found, tables by name in the engine's catalog;
+# every table read back by delta-rs too.
 SAIL_MATRIX = [
     "tests/test_engine_matrix.py",
     "tests/test_smoke.py",
@@ -45,6 +46,7 @@ SAIL_MATRIX = [
     "tests/test_destructive_changes.py",
     "tests/test_exactly_once.py::test_kill_at_every_stage_boundary",
     "tests/test_merge_crash.py",
+    "tests/test_catalog_tables.py",
 ]
 # A JVM Spark is several times slower per small statement and each crash-test process
 # starts a JVM, so its run takes the same behaviours in fewer tests.
@@ -63,6 +65,7 @@ JVM_MATRIX = [
     "tests/test_restatement.py::test_restating_a_range_reloads_exactly_those_intervals",
     "tests/test_destructive_changes.py::test_a_type_change_stops_the_load_before_any_commit_naming_table_column_and_types",
     "tests/test_exactly_once.py::test_kill_at_every_stage_boundary[same-working-dir]",
+    "tests/test_catalog_tables.py",
 ]
 # Apache Spark's own Spark Connect server (JVM, with delta-spark): what differs from the
 # classic JVM session is the client and its protocol, not Delta.
@@ -71,6 +74,7 @@ SPARK_CONNECT_MATRIX = [
     "tests/test_smoke.py",
     "tests/test_merge_examples.py",
     "tests/test_nested.py",
+    "tests/test_catalog_tables.py",
 ]
 
 

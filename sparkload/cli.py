@@ -18,7 +18,6 @@ from sparkload.pipeline.attach import attach
 from sparkload.pipeline.drop import DropPlan, plan_drop
 from sparkload.pipeline.pipeline import Pipeline
 from sparkload.pipeline.resource_tables import known_resources, tables_by_resource
-from sparkload.pipeline.table_folders import table_folders
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -78,10 +77,11 @@ def _attach(args: argparse.Namespace) -> Pipeline:
 def _info(args: argparse.Namespace) -> int:
     pipeline = _attach(args)
     state = pipeline.state
-    tables = tables_by_resource(state, table_folders(pipeline.dataset_uri))
+    tables = tables_by_resource(state, pipeline.dataset.user_tables())
     print(f"pipeline: {pipeline.pipeline_name}")
     print(f"working directory: {pipeline.working_dir.resolve()}")
-    print(f"destination: {pipeline.destination.bucket_url}")
+    destination = pipeline.destination
+    print(f"destination: {destination.bucket_url or f'catalog {destination.catalog}'}")
     print(f"dataset: {pipeline.dataset_name} ({pipeline.dataset_uri})")
     print(f"state version: {state.get('_state_version', 0)}")
     print(f"pending load packages: {'yes' if pipeline.has_pending_data() else 'none'}")
@@ -96,7 +96,7 @@ def _info(args: argparse.Namespace) -> int:
 
 def _drop(args: argparse.Namespace) -> int:
     pipeline = _attach(args)
-    plan = plan_drop(pipeline.state, pipeline.dataset_uri, args.resources, state_only=args.state_only)
+    plan = plan_drop(pipeline.state, pipeline.dataset, args.resources, state_only=args.state_only)
     _print_plan(pipeline, plan)
     if not args.yes and not _confirm("Proceed? [y/N] "):
         print("nothing dropped")

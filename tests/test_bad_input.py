@@ -16,7 +16,7 @@ from conftest import delta_rows, delta_version, spark_rows, user_columns
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed, UnserializableValueError, UnsupportedItemError
 from sparkload.normalize.naming import normalize_identifier
-from sparkload.pipeline.package import list_packages, staging_folder
+from sparkload.pipeline.package import list_packages
 
 
 def snapshot(pipeline: sl.Pipeline, table: str) -> tuple[int, list[dict[str, Any]]]:
@@ -37,7 +37,7 @@ def pending_packages(pipeline: sl.Pipeline) -> list[str]:
     """Load ids of the packages waiting, extracted here or normalized beside the data."""
     waiting = [p.name for p in pipeline.packages_dir.iterdir()] if pipeline.packages_dir.exists() else []
     return waiting + [
-        p.load_id for p in list_packages(staging_folder(pipeline.dataset_uri, pipeline.pipeline_name))
+        p.load_id for p in list_packages(pipeline.dataset.staging_folder(pipeline.pipeline_name))
     ]
 
 

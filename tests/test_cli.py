@@ -28,7 +28,6 @@ import sparkload as sl
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.lock import RunLock
 from sparkload.pipeline.package import PACKAGES_FOLDER
-from sparkload.pipeline.table_folders import table_folders
 
 UTC = datetime.timezone.utc
 NAME = "shop_pipeline"
@@ -205,7 +204,7 @@ def test_drop_all_removes_every_table_the_state_and_pending_packages(
     out = succeeded(sparkload("pipeline", NAME, "drop", "-y", "--pipelines-dir", pipelines_dir))
     assert "pending load packages are discarded" in out
 
-    assert table_folders(loaded.dataset_uri) == []
+    assert loaded.dataset.user_tables() == []
     # the state table stays, and the (now empty) folder where load packages wait
     assert sorted(os.listdir(loaded.dataset_uri)) == [PACKAGES_FOLDER, "_sparkload_pipeline_state"]
     state = destination_state(loaded, tmp_path / "other_machine")

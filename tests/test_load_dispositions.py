@@ -14,7 +14,6 @@ from conftest import delta_history, delta_rows, delta_version, spark_rows
 
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed
-from sparkload.pipeline.package import staging_folder
 
 ID = "_sparkload_id"
 LOAD_ID = "_sparkload_load_id"
@@ -383,7 +382,7 @@ def test_repeating_a_load_whose_commits_happened_writes_nothing_twice(
     rows = [{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": ["c"]}]
     load_id = pipeline.extract(rows, table_name="events", write_disposition=disposition, primary_key="id")
     pipeline.normalize()
-    package = Path(staging_folder(pipeline.dataset_uri, pipeline.pipeline_name).child(load_id).uri)
+    package = Path(pipeline.dataset.staging_folder(pipeline.pipeline_name).child(load_id).uri)
     shutil.copytree(package, tmp_path / "package_copy")
 
     pipeline.load()

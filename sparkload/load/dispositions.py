@@ -18,18 +18,18 @@ def append(table: DeltaTable, df: DataFrame, load_id: str) -> None:
     destination = table.schema()
     check_types(df, destination, table.name)
     df = align_to_table(df, destination)
-    table.writer(df, "append", load_id).option("mergeSchema", "true").save(table.uri)
+    table.write(df, "append", load_id, mergeSchema="true")
 
 
 def replace(table: DeltaTable, df: DataFrame, load_id: str) -> None:
     """One overwrite commit: readers see the old table or the new one, never a gap."""
-    table.writer(df, "overwrite", load_id).option("overwriteSchema", "true").save(table.uri)
+    table.write(df, "overwrite", load_id, overwriteSchema="true")
 
 
 def truncate(table: DeltaTable, load_id: str) -> None:
     """Empty a nested table whose root was replaced by a load with no rows for it."""
     df = table.read().limit(0)
-    table.writer(df, "overwrite", load_id).save(table.uri)
+    table.write(df, "overwrite", load_id)
 
 
 def deduplicate(df: DataFrame, primary_key: list[str], dedup_sort: tuple[str, str] | None) -> DataFrame:

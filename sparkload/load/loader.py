@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from sparkload.load import destructive, dispositions, keyed_merge, merge_sql, scd2, sequence, time_range
 from sparkload.load.commits import TableCommit
-from sparkload.load.delta_log import list_tables
+from sparkload.load.dataset import Dataset
 from sparkload.load.fixed_frames import FixedFrames
 from sparkload.load.merge_config import merge_config
 from sparkload.load.merge_family import MergeFamily
@@ -66,7 +66,7 @@ class Loader:
     def __init__(
         self,
         spark: SparkSession,
-        dataset_uri: str,
+        dataset: Dataset,
         package: LoadPackage,
         on_table: Callable[[str], None] | None = None,
         on_destructive_change: str = destructive.DEFAULT_POLICY,
@@ -77,7 +77,7 @@ class Loader:
         self.spark = spark
         self.on_destructive_change = on_destructive_change
         self.recorded_keys = recorded_keys or {}
-        self.dataset_uri = dataset_uri
+        self.dataset = dataset
         self.package = package
         self.load_id = package.load_id
         manifest = package.read(NORMALIZE_MANIFEST)
@@ -136,7 +136,7 @@ class Loader:
             if disposition == "replace" or hints.get("refresh"):
                 continue  # the table is rebuilt from this load: nothing of it is destroyed
             for table in family:
-                schema = DeltaTable(self.spark, self.dataset_uri, table.name).schema()
+                schema = self.dataset.table(table.name).schema()
                 changes += destructive.variant_changes(table, schema)
             if disposition == "merge":
                 changes += destructive.key_changes(root, hints, self.recorded_keys.get(root))
@@ -156,7 +156,7 @@ class Loader:
         refresh = bool(hints.get("refresh"))
         if refresh and disposition == "append":
             disposition = "replace"  # a refreshed append table holds this load's rows alone
-        existing = list_tables(self.dataset_uri)
+        existing = self.dataset.table_names()
         existing_children = [name for name in existing if name.startswith(root + "__")]
         truncate = functools.partial(_truncate, load_id=self.load_id)
 
@@ -199,7 +199,7 @@ class Loader:
         return commits
 
     def _append(self, name: str, rows: int, label: str, df: DataFrame) -> TableCommit:
-        check_types(df, DeltaTable(self.spark, self.dataset_uri, name).schema(), name)
+        check_types(df, self.dataset.table(name).schema(), name)
         return TableCommit(name, rows, label, functools.partial(_append, df=df, load_id=self.load_id))
 
     def _prepare_merge(
@@ -215,7 +215,7 @@ class Loader:
         root_info = next((t for t in family if t.name == root), None)
         merging = MergeFamily(
             spark=self.spark,
-            dataset_uri=self.dataset_uri,
+            dataset=self.dataset,
             load_id=self.load_id,
             config=config,
             root=root,
@@ -256,7 +256,7 @@ class Loader:
         name = commit.table
         if name in self.done:
             return
-        table = DeltaTable(self.spark, self.dataset_uri, name)
+        table = self.dataset.table(name)
         if not self._already_committed(table, commit.disposition):
             with_commit_retry(lambda: commit.action(table), f"table '{name}'")
         loaded = TableLoad(name, commit.rows, table.version(), commit.disposition).to_dict()

@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 from sparkload.exceptions import LoadError
 from sparkload.load import dispositions, merge_sql
 from sparkload.load.commits import TableCommit
+from sparkload.load.dataset import Dataset
 from sparkload.load.fixed_frames import FixedFrames
 from sparkload.load.merge_config import MergeConfig
 from sparkload.load.schema_check import check_types
@@ -33,7 +34,7 @@ class MergeFamily:
     """Everything a merge strategy needs to plan the commits of one root table."""
 
     spark: SparkSession
-    dataset_uri: str
+    dataset: Dataset
     load_id: str
     config: MergeConfig
     root: str
@@ -47,9 +48,8 @@ class MergeFamily:
     refresh: bool = False
 
     def table(self, name: str) -> DeltaTable:
-        if self.refresh:
-            return _Emptied(self.spark, self.dataset_uri, name)
-        return DeltaTable(self.spark, self.dataset_uri, name)
+        table = self.dataset.table(name)
+        return table.emptied() if self.refresh else table
 
     @property
     def root_rows(self) -> DataFrame:
@@ -72,13 +72,6 @@ class MergeFamily:
         check_types(df, self.table(name).schema(), name)
         write = dispositions.replace if self.refresh else dispositions.append
         return self.commit(name, rows, functools.partial(write, df=df, load_id=self.load_id))
-
-
-class _Emptied(DeltaTable):
-    """A table as a full refresh sees it before its commit: not there. Its commit overwrites it."""
-
-    def exists(self) -> bool:
-        return False
 
 
 def of_roots(df: DataFrame, root_ids: DataFrame) -> DataFrame:

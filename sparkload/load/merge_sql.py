@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from sparkload.engine.settings import session_settings
 from sparkload.load.schema_check import align_to_table, check_types
-from sparkload.load.sql import conjunction, delta_path, qualified, quote
+from sparkload.load.sql import conjunction, qualified, quote
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.normalizer import LOAD_ID
 
@@ -91,7 +91,7 @@ def merge_into(table: DeltaTable, source: DataFrame, on: str, clauses: Sequence[
     view = f"sparkload_merge_{next(_views)}_{load_id.replace('.', '_')}"
     source.createOrReplaceTempView(view)
     statement = (
-        f"MERGE WITH SCHEMA EVOLUTION INTO {delta_path(table.uri)} AS {quote(TARGET)} "
+        f"MERGE WITH SCHEMA EVOLUTION INTO {table.sql_name} AS {quote(TARGET)} "
         f"USING {quote(view)} AS {quote(SOURCE)} ON {on} " + " ".join(clauses)
     )
     try:

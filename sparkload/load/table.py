@@ -1,48 +1,199 @@
-"""One destination Delta table: where it is, whether it exists, its schema and version."""
+"""One destination Delta table: how it is addressed, whether it exists, its schema, its
+version and the commits it has seen.
+
+Two ways to address a table, one interface for the loader:
+- ``PathTable``: a folder (``<destination>/<dataset>/<name>``); its commit log is read
+  directly, through pyarrow's filesystems;
+- ``CatalogTable``: a name in the session's catalog (``catalog.schema.name``: Unity
+  Catalog, a Hive metastore, Sail's catalog); created with ``saveAsTable``, read with
+  ``spark.read.table``, merged into by name. Its history comes from the engine where the
+  engine tells it (``DESCRIBE HISTORY``), else from the log at the table's location.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
+from sparkload.engine.capabilities import commit_history
 from sparkload.load import delta_log
+from sparkload.load.sql import delta_path, quote
 
 # Bytes per data file a write aims at (the engine cuts files of a partition at this size).
 TARGET_FILE_SIZE = 16 * 1024 * 1024
+# How many of a table's newest commits are searched for a load's tag.
+NEWEST_COMMITS = 20
 
 
 class DeltaTable:
-    def __init__(self, spark: Any, dataset_uri: str, name: str) -> None:
+    """What every table address shares; subclasses say where the table is."""
+
+    # Whether an overwrite with the ``replaceWhere`` option replaces only the matching rows.
+    # A write by path does on every engine; a write by name (``saveAsTable``) does on Delta
+    # with Apache Spark, but Sail 0.7.2 overwrites the whole table without a word, so
+    # catalog tables replace a window with a MERGE instead (one code path for all engines).
+    replace_where = True
+
+    def __init__(self, spark: Any, name: str) -> None:
         self.spark = spark
         self.name = name
-        self.uri = f"{dataset_uri.rstrip('/')}/{name}"
+        # A full refresh sees its tables as not there yet (see ``emptied``).
+        self._seen_empty = False
 
+    # -- the address ------------------------------------------------------------------------
+    @property
+    def sql_name(self) -> str:
+        """The table in a SQL statement (``MERGE INTO <sql_name>``), quoted."""
+        raise NotImplementedError
+
+    @property
+    def shown(self) -> str:
+        """The table as messages name it."""
+        raise NotImplementedError
+
+    def _exists(self) -> bool:
+        raise NotImplementedError
+
+    def read(self) -> DataFrame:
+        raise NotImplementedError
+
+    def _save(self, writer: Any, df: DataFrame) -> None:
+        raise NotImplementedError
+
+    def commit_tags(self) -> list[tuple[int, str | None]]:
+        """(version, userMetadata) of the newest commits, newest first."""
+        raise NotImplementedError
+
+    # -- what the loader asks ---------------------------------------------------------------
     def exists(self) -> bool:
-        return delta_log.table_exists(self.uri)
+        return not self._seen_empty and self._exists()
+
+    def emptied(self) -> DeltaTable:
+        """This table as a full refresh sees it before its commit: not there (its commit
+        overwrites it)."""
+        copy = self.__class__.__new__(self.__class__)
+        copy.__dict__.update(self.__dict__)
+        copy._seen_empty = True
+        return copy
 
     def schema(self) -> T.StructType | None:
         if not self.exists():
             return None
         return self.read().schema
 
-    def read(self) -> DataFrame:
-        return self.spark.read.format("delta").load(self.uri)
-
     def version(self) -> int | None:
-        return delta_log.latest_version(self.uri)
+        tags = self.commit_tags()
+        return tags[0][0] if tags else None
 
     def committed_by(self, load_id: str) -> int | None:
         """The version a commit tagged with ``load_id`` made, if that commit happened."""
-        return delta_log.version_with_metadata(self.uri, load_id)
+        return next((version for version, tag in self.commit_tags() if tag == load_id), None)
 
-    def writer(self, df: DataFrame, mode: str, load_id: str) -> Any:
+    def write(self, df: DataFrame, mode: str, load_id: str, **options: str) -> None:
+        """One commit of ``df`` (``mode`` append or overwrite), tagged with ``load_id``."""
         # Files of bounded size hold narrow key ranges when rows arrive in key order, so a
         # later MERGE rewrites only the files its keys hit (the engine prunes by file stats).
-        return (
+        writer = (
             df.write.format("delta")
             .mode(mode)
             .option("userMetadata", load_id)
             .option("target_file_size", str(TARGET_FILE_SIZE))
         )
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        self._save(writer, df)
+
+
+class PathTable(DeltaTable):
+    """A table in a folder: ``<dataset_uri>/<name>``."""
+
+    def __init__(self, spark: Any, dataset_uri: str, name: str) -> None:
+        super().__init__(spark, name)
+        self.uri = f"{dataset_uri.rstrip('/')}/{name}"
+
+    @property
+    def sql_name(self) -> str:
+        return delta_path(self.uri)
+
+    @property
+    def shown(self) -> str:
+        return self.uri
+
+    def _exists(self) -> bool:
+        return delta_log.table_exists(self.uri)
+
+    def read(self) -> DataFrame:
+        return self.spark.read.format("delta").load(self.uri)
+
+    def _save(self, writer: Any, df: DataFrame) -> None:
+        writer.save(self.uri)
+
+    # The log is read directly: cheaper than asking the engine, and the same on every one.
+    def version(self) -> int | None:
+        return delta_log.latest_version(self.uri)
+
+    def committed_by(self, load_id: str) -> int | None:
+        return delta_log.version_with_metadata(self.uri, load_id, NEWEST_COMMITS)
+
+    def commit_tags(self) -> list[tuple[int, str | None]]:
+        versions = delta_log.commit_versions(self.uri)[-NEWEST_COMMITS:]
+        return [(v, delta_log.commit_info(self.uri, v).get("userMetadata")) for v in reversed(versions)]
+
+
+class CatalogTable(DeltaTable):
+    """A table by name in the session's catalog: ``catalog.schema.name``."""
+
+    replace_where = False
+
+    def __init__(self, spark: Any, catalog: str, schema: str, name: str, on_create: Any = None) -> None:
+        super().__init__(spark, name)
+        self.parts = (catalog, schema, name)
+        # Called before a write that creates the table (the schema may not exist yet).
+        self._on_create = on_create
+
+    @property
+    def sql_name(self) -> str:
+        return ".".join(quote(part) for part in self.parts)
+
+    @property
+    def shown(self) -> str:
+        return ".".join(self.parts)
+
+    def _exists(self) -> bool:
+        return bool(self.spark.catalog.tableExists(self.sql_name))
+
+    def read(self) -> DataFrame:
+        return self.spark.read.table(self.sql_name)
+
+    def _save(self, writer: Any, df: DataFrame) -> None:
+        if self._on_create is not None and not self._exists():
+            self._on_create()
+        writer.saveAsTable(self.sql_name)
+
+    def commit_tags(self) -> list[tuple[int, str | None]]:
+        if not self._exists():
+            return []
+        rows = commit_history(self.spark, self.sql_name, NEWEST_COMMITS)
+        if rows is not None:
+            return sorted(((int(row["version"]), row["userMetadata"]) for row in rows), reverse=True)
+        location = self.location()
+        versions = delta_log.commit_versions(location)[-NEWEST_COMMITS:]
+        return [(v, delta_log.commit_info(location, v).get("userMetadata")) for v in reversed(versions)]
+
+    def location(self) -> str:
+        """Where the engine keeps the table's files, from ``DESCRIBE TABLE EXTENDED``. An
+        engine that answers with a relative path (Sail's warehouse) means its own working
+        directory, which is this process's for the embedded engine."""
+        rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {self.sql_name}").collect()
+        found = [row["data_type"] for row in rows if (row["col_name"] or "").strip() == "Location"]
+        if not found:
+            raise RuntimeError(f"the engine names no location for table {self.shown}")
+        location = str(found[0])
+        if location.startswith("file:"):
+            location = location[len("file:") :]
+            while location.startswith("//"):
+                location = location[1:]
+        return location if "://" in location else os.path.abspath(location)

@@ -125,14 +125,18 @@ def replace_window(
     A ``replaceWhere`` overwrite, which skips the files outside the window; but the
     engine's replaceWhere cannot add columns, so a load bringing new ones (additive, so it
     must proceed) deletes the window's rows and inserts its own in one MERGE with schema
-    evolution instead.
+    evolution instead. The MERGE serves too where a table's writes do not honour
+    replaceWhere (``DeltaTable.replace_where``).
     """
     destination = table.schema()
     check_types(df, destination, table.name)
     df = align_to_table(df, destination)
-    if destination is None or set(df.columns) <= set(destination.fieldNames()):
+    if destination is None:
+        table.write(df, "overwrite", load_id)
+        return
+    if table.replace_where and set(df.columns) <= set(destination.fieldNames()):
         predicate = window.predicate(table.name, data_type)
-        table.writer(df, "overwrite", load_id).option("replaceWhere", predicate).save(table.uri)
+        table.write(df, "overwrite", load_id, replaceWhere=predicate)
         return
     merge_sql.merge_into(
         table,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sparkload.destinations import DeltaDestination
 from sparkload.exceptions import SparkloadError
 from sparkload.pipeline.pipeline import Pipeline, _default_pipelines_dir, pipeline
 from sparkload.pipeline.pipeline_file import PIPELINE_FILE, read_pipeline_file
@@ -13,7 +14,7 @@ from sparkload.pipeline.pipeline_file import PIPELINE_FILE, read_pipeline_file
 def attach(
     pipeline_name: str,
     pipelines_dir: str | os.PathLike[str] | None = None,
-    destination: str | os.PathLike[str] | None = None,
+    destination: str | os.PathLike[str] | DeltaDestination | None = None,
     dataset_name: str | None = None,
 ) -> Pipeline:
     """The pipeline ``pipeline_name`` as its working directory's ``pipeline.json`` describes
@@ -29,7 +30,7 @@ def attach(
                 "give the pipelines directory it ran with (--pipelines-dir), or its destination "
                 "and dataset (--destination, --dataset)"
             )
-        destination = recorded.destination_url
+        destination = recorded.destination
     if dataset_name is None and recorded is not None:
         dataset_name = recorded.dataset_name
     return pipeline(

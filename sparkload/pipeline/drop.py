@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sparkload.exceptions import SparkloadError
+from sparkload.load.dataset import Dataset
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.resource_tables import (
     TABLES_KEY,
@@ -31,7 +32,6 @@ from sparkload.pipeline.resource_tables import (
     known_resources,
     tables_by_resource,
 )
-from sparkload.pipeline.table_folders import delete_table_folder, table_folders
 
 if TYPE_CHECKING:
     from sparkload.pipeline.pipeline import Pipeline
@@ -59,7 +59,7 @@ class DropResult:
 
 def plan_drop(
     state: dict[str, Any],
-    dataset_uri: str,
+    dataset: Dataset,
     resources: Sequence[str] | None = None,
     *,
     state_only: bool = False,
@@ -79,7 +79,7 @@ def plan_drop(
     dropping: set[str] = set()
     staying: set[str] = set()
     if not state_only:
-        for key, tables in tables_by_resource(state, table_folders(dataset_uri)).items():
+        for key, tables in tables_by_resource(state, dataset.user_tables()).items():
             (dropping if key in chosen else staying).update(tables)
     return DropPlan(chosen, sorted(dropping - staying), sorted(dropping & staying), cleared, state_only)
 
@@ -123,20 +123,18 @@ def drop_pipeline_resources(
     """Drop ``resources`` (None: all) of ``pipeline``. The caller holds the pipeline's run
     lock (``Pipeline.drop_resources`` does)."""
     committed = pipeline.state
-    plan = plan_drop(committed, pipeline.dataset_uri, resources, state_only=state_only)
+    plan = plan_drop(committed, pipeline.dataset, resources, state_only=state_only)
     pipeline.drop_pending_packages()
     # Tables first, the state last: the state is the only record of which tables belong to
     # the dropped resources. A drop cut short between the two leaves a state that still
     # names them, so running the drop again finds what is left, deletes it and commits.
     # Committing first would leave tables that nothing names any more.
     for table in plan.tables:
-        delete_table_folder(pipeline.dataset_uri, table)
+        pipeline.dataset.drop_table(table)
     new_state = state_store.next_version(committed, state_after(committed, plan))
     changed = new_state.get("_state_version") != committed.get("_state_version")
     if changed:
         drop_id = f"drop_{time.time():.6f}"
-        state_store.write_destination(
-            pipeline.spark, pipeline.dataset_uri, pipeline.pipeline_name, new_state, drop_id
-        )
+        state_store.write_destination(pipeline.dataset, pipeline.pipeline_name, new_state, drop_id)
         state_store.write_local(pipeline.working_dir, new_state)
     return DropResult(plan, new_state, changed)

@@ -23,9 +23,10 @@ _lock = threading.Lock()
 _seen: set[tuple[int, str, str]] = set()
 
 
-def check_engine_sees(spark: Any, working_folder: str, dataset_uri: str) -> None:
-    """Fail with both paths named unless the engine reads files written in each folder."""
-    key = (id(spark), working_folder, dataset_uri)
+def check_engine_sees(spark: Any, working_folder: str, other: tuple[str, str]) -> None:
+    """Fail with both paths named unless the engine reads files written in the working folder
+    and in ``other`` (what it is, its uri: the destination, or a catalog's staging folder)."""
+    key = (id(spark), working_folder, other[1])
     with _lock:
         if key in _seen:
             return
@@ -34,7 +35,7 @@ def check_engine_sees(spark: Any, working_folder: str, dataset_uri: str) -> None
     name = f"sparkload-engine-check-{token}.txt"
     folders = {
         "the pipeline's working folder": Folder(working_folder),
-        "the destination": Folder(dataset_uri),
+        other[0]: Folder(other[1]),
     }
     for folder in folders.values():
         folder.write(name, token.encode())

@@ -7,7 +7,7 @@ so a run on another machine (or with an empty working directory) can finish it::
         extracted/<table>/json|arrow/part-*   what extract wrote
         extract.json                            tables, hints, the new state: extract done
 
-    <dataset>/_sparkload_packages/<pipeline>/<load_id>/
+    <dataset>/_sparkload_packages/<pipeline>/<load_id>/   (a catalog dataset: its staging folder)
         normalized/<table>/*.parquet            rows as they will land
         fixed/<name>/                           frames fixed before the first commit
         normalize.json                          written last: the package will be loaded
@@ -25,17 +25,14 @@ from typing import Any
 
 import orjson
 
+from sparkload.load.dataset import PACKAGES_FOLDER
 from sparkload.load.folder import Folder
+
+__all__ = ["PACKAGES_FOLDER", "LoadPackage", "list_packages"]
 
 EXTRACT_MANIFEST = "extract.json"
 NORMALIZE_MANIFEST = "normalize.json"
 LOADED_MANIFEST = "loaded.json"
-PACKAGES_FOLDER = "_sparkload_packages"
-
-
-def staging_folder(dataset_uri: str, pipeline_name: str) -> Folder:
-    """Where a pipeline's normalized packages wait for their load, inside the dataset."""
-    return Folder(f"{dataset_uri.rstrip('/')}/{PACKAGES_FOLDER}/{pipeline_name}")
 
 
 class LoadPackage:

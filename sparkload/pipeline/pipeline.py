@@ -33,9 +33,9 @@ from sparkload.extract.extractor import (
 from sparkload.extract.hints import destructive_change_policy
 from sparkload.extract.intervals import Window
 from sparkload.load import destructive
+from sparkload.load.dataset import Dataset
 from sparkload.load.folder import Folder
 from sparkload.load.loader import Loader
-from sparkload.load.table import DeltaTable
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.naming import normalize_table_name
 from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
@@ -52,7 +52,6 @@ from sparkload.pipeline.package import (
     NORMALIZE_MANIFEST,
     LoadPackage,
     list_packages,
-    staging_folder,
 )
 from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import Progress
@@ -151,7 +150,11 @@ class Pipeline:
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d%H%M%S%f")
             self.dataset_name = f"{dataset_name}_{stamp}"
         self.working_dir.mkdir(parents=True, exist_ok=True)
-        pipeline_file.write_pipeline_file(self.working_dir, destination.bucket_url, self.dataset_name)
+        pipeline_file.write_pipeline_file(self.working_dir, destination, self.dataset_name)
+        # The tables this pipeline loads into (the engine starts when one is first touched).
+        self.dataset: Dataset = destination.dataset(
+            lambda: self.spark, self.dataset_name, str(self.working_dir)
+        )
         _last_pipeline[0] = self
 
     # -- properties ---------------------------------------------------------------------------
@@ -161,7 +164,7 @@ class Pipeline:
         if self._spark is None:
             spark = resolve_spark(self._spark_arg)
             require_delta(spark)
-            check_engine_sees(spark, str(self.working_dir), self.dataset_uri)
+            check_engine_sees(spark, str(self.working_dir), self.dataset.checked_folder)
             self._spark = spark
         return self._spark
 
@@ -174,6 +177,7 @@ class Pipeline:
 
     @property
     def dataset_uri(self) -> str:
+        """The dataset's folder, or ``catalog.schema`` for tables in a catalog."""
         return self.destination.dataset_uri(self.dataset_name)
 
     @property
@@ -187,9 +191,9 @@ class Pipeline:
 
     @property
     def _staged(self) -> Folder:
-        """Normalized packages waiting for their load, beside the data so that any machine
-        running this pipeline finishes them."""
-        return staging_folder(self.dataset_uri, self.pipeline_name)
+        """Normalized packages waiting for their load, beside the data (or in the catalog
+        destination's staging folder) so that any machine running this pipeline finishes them."""
+        return self.dataset.staging_folder(self.pipeline_name)
 
     @property
     def state(self) -> dict[str, Any]:
@@ -198,8 +202,7 @@ class Pipeline:
         if self._state is None:
             local = state_store.read_local(self.working_dir)
             remote = state_store.read_destination(
-                self.spark,
-                self.dataset_uri,
+                self.dataset,
                 self.pipeline_name,
                 known_version=int(local["_state_version"]) if local else 0,
             )
@@ -213,9 +216,9 @@ class Pipeline:
 
     def table(self, name: str) -> Any:
         """A destination table as a PySpark DataFrame."""
-        table = DeltaTable(self.spark, self.dataset_uri, name)
+        table = self.dataset.table(name)
         if not table.exists():
-            raise SparkloadError(f"table '{name}' does not exist in {self.dataset_uri}")
+            raise SparkloadError(f"table '{name}' does not exist in {self.dataset.shown}")
         return table.read()
 
     # -- the steps ----------------------------------------------------------------------------
@@ -464,7 +467,7 @@ class Pipeline:
 
         def destination_schema(table: str) -> Any:
             # A replaced table takes the load's types; other tables keep theirs.
-            return None if replacing else DeltaTable(self.spark, self.dataset_uri, table).schema()
+            return None if replacing else self.dataset.table(table).schema()
 
         normalizer = TableNormalizer(self.spark, package.load_id, extracted["hints"], destination_schema)
         try:
@@ -499,7 +502,7 @@ class Pipeline:
                     self._claim(package, normalized["base_version"])
                 loader = Loader(
                     self.spark,
-                    self.dataset_uri,
+                    self.dataset,
                     package,
                     on_table=self.progress.table,
                     on_destructive_change=self.on_destructive_change,
@@ -509,7 +512,7 @@ class Pipeline:
                 new_state = state_store.loads_state(normalized["state"])
                 if new_state.get("_state_version", 0) > self.state.get("_state_version", 0):
                     state_store.write_destination(
-                        self.spark, self.dataset_uri, self.pipeline_name, new_state, package.load_id
+                        self.dataset, self.pipeline_name, new_state, package.load_id
                     )
                     state_store.write_local(self.working_dir, new_state)
                     self._state = new_state
@@ -573,7 +576,7 @@ class Pipeline:
         """Before a package's first commit: check that no other run loaded since it was
         extracted, then mark it started, so that from here on it is always finished."""
         committed = state_store.destination_version(
-            self.spark, self.dataset_uri, self.pipeline_name, known_version=base_version
+            self.dataset, self.pipeline_name, known_version=base_version
         )
         check_not_overtaken(self.pipeline_name, base_version, committed)
         package.write(LOADED_MANIFEST, {})

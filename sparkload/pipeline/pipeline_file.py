@@ -13,20 +13,28 @@ from pathlib import Path
 
 import orjson
 
+from sparkload.destinations import DeltaDestination
+
 PIPELINE_FILE = "pipeline.json"
 
 
 @dataclasses.dataclass(frozen=True)
 class PipelineFile:
-    destination_url: str
+    destination: DeltaDestination
     dataset_name: str
 
 
-def write_pipeline_file(working_dir: Path, destination_url: str, dataset_name: str) -> None:
+def write_pipeline_file(working_dir: Path, destination: DeltaDestination, dataset_name: str) -> None:
     """Write ``pipeline.json`` atomically: a reader sees the old file or the new one."""
     working_dir.mkdir(parents=True, exist_ok=True)
+    fields = {
+        "destination_url": destination.bucket_url,
+        "catalog": destination.catalog,
+        "staging_url": destination.staging_url,
+        "dataset_name": dataset_name,
+    }
     content = orjson.dumps(
-        {"destination_url": destination_url, "dataset_name": dataset_name}, option=orjson.OPT_INDENT_2
+        {key: value for key, value in fields.items() if value is not None}, option=orjson.OPT_INDENT_2
     )
     # A file of its own per writer: two processes making the same pipeline at once must not
     # rename each other's half-written file.
@@ -45,4 +53,7 @@ def read_pipeline_file(working_dir: Path) -> PipelineFile | None:
     if not path.exists():
         return None
     content = orjson.loads(path.read_bytes())
-    return PipelineFile(str(content["destination_url"]), str(content["dataset_name"]))
+    destination = DeltaDestination(
+        content.get("destination_url"), content.get("catalog"), content.get("staging_url")
+    )
+    return PipelineFile(destination, str(content["dataset_name"]))

@@ -25,7 +25,6 @@ from sparkload.extract.extractor import ExtractPlanItem, every_entry, normalize_
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.intervals import Window
 from sparkload.load import destructive
-from sparkload.load.table import DeltaTable
 from sparkload.normalize.naming import normalize_table_name
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.types import data_type_of_spark, spark_type
@@ -165,12 +164,11 @@ class Plan:
 def fingerprint(pipeline: Pipeline, tables: Iterable[str]) -> dict[str, Any]:
     return {
         "state_version": state_store.destination_version(
-            pipeline.spark,
-            pipeline.dataset_uri,
+            pipeline.dataset,
             pipeline.pipeline_name,
             known_version=int(pipeline.state.get("_state_version", 0)),
         ),
-        "tables": {name: DeltaTable(pipeline.spark, pipeline.dataset_uri, name).version() for name in tables},
+        "tables": {name: pipeline.dataset.table(name).version() for name in tables},
     }
 
 
@@ -236,7 +234,7 @@ def _table_plan(
     name = normalize_table_name(str(resource.table_name))
     wd = resource.hints.write_disposition
     disposition = wd.disposition + (f"/{wd.strategy}" if wd.strategy else "")
-    existing = DeltaTable(pipeline.spark, pipeline.dataset_uri, name).schema()
+    existing = pipeline.dataset.table(name).schema()
     if normalized is not None:
         incoming = {
             spec.name: spec.spark_type for table in normalized if table.name == name for spec in table.columns

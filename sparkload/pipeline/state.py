@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkload.load.table import DeltaTable
+from sparkload.load.dataset import Dataset
 
 STATE_TABLE = "_sparkload_pipeline_state"
 STATE_FILE = "state.json"
@@ -86,9 +86,7 @@ def write_local(working_dir: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def read_destination(
-    spark: SparkSession, dataset_uri: str, pipeline_name: str, known_version: int = 0
-) -> dict[str, Any] | None:
+def read_destination(dataset: Dataset, pipeline_name: str, known_version: int = 0) -> dict[str, Any] | None:
     """The newest state the destination holds for the pipeline.
 
     Every run adds a row (a file) to the state table, so finding the newest among all of
@@ -96,7 +94,7 @@ def read_destination(
     committed (the local copy's), lets the engine skip by file statistics every file of an
     older version; only when no row is that new (a destination reset) are all read.
     """
-    table = DeltaTable(spark, dataset_uri, STATE_TABLE)
+    table = dataset.table(STATE_TABLE)
     if not table.exists():
         return None
     rows = table.read().where(F.col("pipeline_name") == F.lit(pipeline_name))
@@ -110,18 +108,14 @@ def read_destination(
     return loads_state(found[0]["state"]) if found else None
 
 
-def destination_version(
-    spark: SparkSession, dataset_uri: str, pipeline_name: str, known_version: int = 0
-) -> int:
+def destination_version(dataset: Dataset, pipeline_name: str, known_version: int = 0) -> int:
     """The newest state version committed to the destination (0 before the first)."""
-    state = read_destination(spark, dataset_uri, pipeline_name, known_version)
+    state = read_destination(dataset, pipeline_name, known_version)
     return int(state["_state_version"]) if state else 0
 
 
-def write_destination(
-    spark: SparkSession, dataset_uri: str, pipeline_name: str, state: dict[str, Any], load_id: str
-) -> None:
-    table = DeltaTable(spark, dataset_uri, STATE_TABLE)
+def write_destination(dataset: Dataset, pipeline_name: str, state: dict[str, Any], load_id: str) -> None:
+    table = dataset.table(STATE_TABLE)
     if table.exists() and table.committed_by("state:" + load_id) is not None:
         return  # this load's state is already there
     row = (
@@ -131,8 +125,8 @@ def write_destination(
         load_id,
         datetime.datetime.now(datetime.timezone.utc),
     )
-    df = spark.createDataFrame([row], _SCHEMA)
-    table.writer(df, "append", "state:" + load_id).save(table.uri)
+    df = dataset.spark.createDataFrame([row], _SCHEMA)
+    table.write(df, "append", "state:" + load_id)
 
 
 def next_version(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,36 @@
+"""What engines differ in, each named once and asked by the code that needs it, instead of
+branching on which engine it is.
+
+An answer is learnt from the engine itself, the first time it is needed, and remembered
+for the session.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+_lock = threading.Lock()
+# id(session) → whether the engine answers ``DESCRIBE HISTORY`` (Delta on Apache Spark
+# and Databricks do; Sail 0.7 does not parse it).
+_history: dict[int, bool] = {}
+
+
+def commit_history(spark: Any, table_sql: str, newest: int) -> list[Any] | None:
+    """The ``newest`` rows of ``DESCRIBE HISTORY <table_sql>`` (an existing table), or None
+    where the engine cannot tell a table's history."""
+    with _lock:
+        known = _history.get(id(spark))
+    if known is False:
+        return None
+    try:
+        rows = spark.sql(f"DESCRIBE HISTORY {table_sql} LIMIT {int(newest)}").collect()
+    except Exception:
+        if known:
+            raise  # the engine answered before: this failure is the table's, not the engine's
+        with _lock:
+            _history[id(spark)] = False
+        return None
+    with _lock:
+        _history[id(spark)] = True
+    return list(rows)

@@ -1,0 +1,302 @@
+"""Tables by name in the session's catalog: ``sl.destinations.delta(catalog=...)``.
+
+The dataset is the catalog's schema (``<catalog>.<dataset_name>.<table>``); sparkload
+creates, appends to, replaces, merges into and reads the tables by name, keeps its state in
+``<catalog>.<dataset>._sparkload_pipeline_state`` and recognises its own commits there (a
+load finished after a failure commits nothing twice). Runs on every engine of the matrix
+with the engine's own catalog (Sail's, or Spark's session catalog with Delta); a Hive
+metastore shared by two JVMs is in ``tests/jvm/test_catalog_metastore.py``. Every table is
+read back by delta-rs too, at the location the catalog gives.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pytest
+
+import sparkload as sl
+from sparkload.exceptions import PipelineStepFailed, SparkloadError
+from sparkload.load.sql import quote, string_literal
+from sparkload.load.table import CatalogTable
+from sparkload.normalize.normalizer import SYSTEM_COLUMNS
+from sparkload.pipeline import state as state_store
+from sparkload.pipeline.package import list_packages
+from sparkload.pipeline.state import STATE_TABLE
+
+_schemas = itertools.count()
+DAY = datetime.timedelta(days=1)
+START = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+@pytest.fixture
+def catalog_pipeline(tmp_path: Path) -> Iterator[sl.Pipeline]:
+    """A pipeline into a fresh schema of the engine's current catalog. The schema is made
+    here with a location in this test's folder, as an administrator would make one, so the
+    tables' files land there (sparkload's own ``CREATE SCHEMA`` is tested separately)."""
+    probe = sl.pipeline(
+        "probe", destination=sl.destinations.delta(tmp_path / "unused"), pipelines_dir=tmp_path
+    )
+    spark = probe.spark
+    catalog = spark.catalog.currentCatalog()
+    schema = f"crm_{tmp_path.name[-12:].lower()}_{next(_schemas)}".replace("-", "_")
+    location = tmp_path / "warehouse" / schema
+    spark.sql(f"CREATE SCHEMA {quote(catalog)}.{quote(schema)} LOCATION {string_literal(str(location))}")
+    yield sl.pipeline(
+        "crm",
+        destination=sl.destinations.delta(catalog=catalog),
+        dataset_name=schema,
+        pipelines_dir=tmp_path / "pipelines",
+    )
+
+
+def schema_name(pipeline: sl.Pipeline) -> str:
+    assert pipeline.destination.catalog is not None
+    return f"{quote(pipeline.destination.catalog)}.{quote(pipeline.dataset_name)}"
+
+
+def full_name(pipeline: sl.Pipeline, table: str) -> str:
+    return f"{schema_name(pipeline)}.{quote(table)}"
+
+
+def by_name(pipeline: sl.Pipeline, table: str, order_by: str = "id") -> list[dict[str, Any]]:
+    """Rows read through the catalog by the table's name, without bookkeeping columns."""
+    rows = pipeline.spark.read.table(full_name(pipeline, table)).orderBy(order_by).collect()
+    return [{k: v for k, v in row.asDict().items() if k not in SYSTEM_COLUMNS} for row in rows]
+
+
+def by_delta_rs(pipeline: sl.Pipeline, table: str, order_by: str = "id") -> list[dict[str, Any]]:
+    """The same table read by delta-rs at the location the catalog names."""
+    found = pipeline.dataset.table(table)
+    assert isinstance(found, CatalogTable)
+    rows = deltalake.DeltaTable(found.location()).to_pyarrow_table().to_pylist()
+    rows.sort(key=lambda row: row[order_by])
+    return [{k: v for k, v in row.items() if k not in SYSTEM_COLUMNS} for row in rows]
+
+
+@sl.resource(primary_key="id", write_disposition="merge")
+def users(day: int) -> Iterator[dict[str, Any]]:
+    yield {"id": 1, "name": f"Ada {day}", "languages": ["en", "fr"][: 3 - day]}
+    yield {"id": day + 1, "name": f"new on day {day}", "languages": ["de"]}
+
+
+@sl.resource(write_disposition="append")
+def events(day: int) -> Iterator[dict[str, Any]]:
+    yield {"id": day, "what": f"event {day}"}
+
+
+@sl.resource(write_disposition="replace")
+def snapshot(day: int) -> Iterator[dict[str, Any]]:
+    yield {"id": day, "total": day * 10}
+
+
+@sl.resource(primary_key="id", write_disposition={"disposition": "merge", "strategy": "scd2"})
+def dim(day: int) -> Iterator[dict[str, Any]]:
+    yield {"id": 1, "tier": "gold" if day == 2 else "silver"}
+
+
+@sl.resource(write_disposition="append")
+def ticks(day: int, at: Any = sl.incremental("day")) -> Iterator[dict[str, Any]]:  # noqa: B008
+    yield {"id": day, "day": day}  # the cursor moves every day, so every load commits a state
+
+
+def day_of(day: int) -> list[Any]:
+    return [users(day), events(day), snapshot(day), dim(day), ticks(day)]
+
+
+def test_every_disposition_loads_into_tables_named_in_the_catalog(catalog_pipeline: sl.Pipeline) -> None:
+    pipeline = catalog_pipeline
+    first = pipeline.run(day_of(1))
+    pipeline.run(day_of(2))
+
+    listed = {
+        row["tableName"] for row in pipeline.spark.sql(f"SHOW TABLES IN {schema_name(pipeline)}").collect()
+    }
+    assert listed == {"users", "users__languages", "events", "snapshot", "dim", "ticks", STATE_TABLE}
+    assert first.dataset_uri == f"{pipeline.destination.catalog}.{pipeline.dataset_name}"
+
+    expected_users = [
+        {"id": 1, "name": "Ada 2"},
+        {"id": 2, "name": "new on day 1"},
+        {"id": 3, "name": "new on day 2"},
+    ]
+    for read in (by_name, by_delta_rs):
+        assert read(pipeline, "users") == expected_users
+        assert read(pipeline, "events") == [{"id": 1, "what": "event 1"}, {"id": 2, "what": "event 2"}]
+        assert read(pipeline, "snapshot") == [{"id": 2, "total": 20}]
+        languages = read(pipeline, "users__languages", order_by="value")
+        # Ada's list shrank to ["en"] on day 2: the merge replaced her nested rows.
+        assert sorted(row["value"] for row in languages) == ["de", "de", "en"]
+    history = by_name(pipeline, "dim", order_by="_sparkload_valid_from")
+    assert [(row["id"], row["tier"], row["_sparkload_valid_to"] is None) for row in history] == [
+        (1, "silver", False),
+        (1, "gold", True),
+    ]
+    assert pipeline.table("users").count() == 3
+
+
+def test_a_new_working_directory_resumes_from_the_state_table_in_the_catalog(
+    catalog_pipeline: sl.Pipeline, tmp_path: Path
+) -> None:
+    seen: list[Any] = []
+
+    @sl.resource(primary_key="id", write_disposition="merge")
+    def orders(updated: Any = sl.incremental("updated", initial_value=0)) -> Iterator[dict[str, Any]]:  # noqa: B008
+        seen.append(updated.last_value)
+        for i in range(1, 6):
+            if i > updated.last_value:
+                yield {"id": i, "updated": i}
+
+    catalog_pipeline.run(orders())
+    fresh = sl.pipeline(
+        "crm",
+        destination=catalog_pipeline.destination,
+        dataset_name=catalog_pipeline.dataset_name,
+        pipelines_dir=tmp_path / "another_machine",
+    )
+    fresh.run(orders())
+    assert seen == [0, 5]
+    assert [row["id"] for row in by_name(fresh, "orders")] == [1, 2, 3, 4, 5]
+
+
+def test_a_load_finished_after_a_failure_commits_nothing_twice(
+    catalog_pipeline: sl.Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every table commits, then the state commit fails: the next run finishes the package.
+    It must recognise each table's commit by its load id through the catalog (the engine's
+    history, or the log at the table's location) and not append or merge again."""
+    pipeline = catalog_pipeline
+    pipeline.run(day_of(1))
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the state commit failed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(state_store, "write_destination", fail)
+        with pytest.raises(PipelineStepFailed, match="the state commit failed"):
+            pipeline.run(day_of(2))
+    assert list_packages(pipeline.dataset.staging_folder(pipeline.pipeline_name))
+    versions = {
+        name: pipeline.dataset.table(name).version() for name in ("users", "events", "snapshot", "ticks")
+    }
+
+    pipeline.run()  # finishes the package left behind
+    assert {name: pipeline.dataset.table(name).version() for name in versions} == versions
+    assert by_name(pipeline, "events") == [{"id": 1, "what": "event 1"}, {"id": 2, "what": "event 2"}]
+    assert [row["id"] for row in by_delta_rs(pipeline, "users")] == [1, 2, 3]
+    assert pipeline.state["_state_version"] == 2
+
+
+def test_a_time_range_replaces_its_window_in_a_catalog_table(catalog_pipeline: sl.Pipeline) -> None:
+    rows = [{"ts": START + i * DAY / 2, "n": i} for i in range(6)]  # two rows a day, 3 days
+
+    factor = [1]
+
+    @sl.resource()
+    def readings(
+        window: Any = sl.sources.intervals("ts", start=START, cron="@daily"),  # noqa: B008 (dlt's way)
+    ) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            if window.start <= row["ts"] < window.end:
+                yield {**row, "n": row["n"] * factor[0]}
+
+    catalog_pipeline.run(readings(), execution_time=START + 3 * DAY)
+    factor[0] = 100
+    catalog_pipeline.run(
+        readings(),
+        restate=["readings"],
+        start=START + DAY,
+        end=START + 2 * DAY,
+        execution_time=START + 3 * DAY,
+    )
+    assert [row["n"] for row in by_name(catalog_pipeline, "readings", order_by="ts")] == [
+        0,
+        1,
+        200,
+        300,
+        4,
+        5,
+    ]
+    assert [row["n"] for row in by_delta_rs(catalog_pipeline, "readings", order_by="ts")] == [
+        0,
+        1,
+        200,
+        300,
+        4,
+        5,
+    ]
+
+
+def test_dropping_a_resource_drops_its_catalog_tables(catalog_pipeline: sl.Pipeline) -> None:
+    pipeline = catalog_pipeline
+    pipeline.run(day_of(1))
+    pipeline.drop_resources(["users"])
+    assert not pipeline.spark.catalog.tableExists(full_name(pipeline, "users"))
+    assert not pipeline.spark.catalog.tableExists(full_name(pipeline, "users__languages"))
+    assert pipeline.spark.catalog.tableExists(full_name(pipeline, "events"))
+    assert sorted(pipeline.dataset.user_tables()) == ["dim", "events", "snapshot", "ticks"]
+
+
+def test_the_schema_is_created_when_missing_and_attach_finds_the_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Engines whose warehouse is relative to the working directory put the tables here.
+    monkeypatch.chdir(tmp_path)
+    probe = sl.pipeline(
+        "probe", destination=sl.destinations.delta(tmp_path / "unused"), pipelines_dir=tmp_path
+    )
+    catalog = probe.spark.catalog.currentCatalog()
+    schema = f"made_{next(_schemas)}_{tmp_path.name[-8:].lower()}".replace("-", "_")
+    pipeline = sl.pipeline(
+        "made",
+        destination=sl.destinations.delta(catalog=catalog),
+        dataset_name=schema,
+        pipelines_dir=tmp_path / "pipelines",
+    )
+    try:
+        pipeline.run([{"id": 1}], table_name="things")
+        assert pipeline.spark.catalog.databaseExists(f"{quote(catalog)}.{quote(schema)}")
+        attached = sl.attach("made", pipelines_dir=tmp_path / "pipelines")
+        assert attached.destination == pipeline.destination
+        assert attached.dataset_name == schema
+        assert [row["id"] for row in attached.table("things").collect()] == [1]
+    finally:
+        for table in pipeline.dataset.table_names():
+            pipeline.dataset.drop_table(table)
+
+
+def test_staging_url_holds_the_packages_of_a_catalog_destination(tmp_path: Path) -> None:
+    destination = sl.destinations.delta(catalog="main", staging_url=tmp_path / "staging")
+    pipeline = sl.pipeline(
+        "staged", destination=destination, dataset_name="crm", pipelines_dir=tmp_path / "p"
+    )
+    folder = pipeline.dataset.staging_folder("staged")
+    assert folder.uri == f"{tmp_path}/staging/main/crm/_sparkload_packages/staged"
+    default = sl.pipeline(
+        "local",
+        destination=sl.destinations.delta(catalog="main"),
+        dataset_name="crm",
+        pipelines_dir=tmp_path / "p",
+    )
+    assert default.dataset.staging_folder("local").uri.startswith(str(tmp_path / "p" / "local"))
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((), {}, "one of the two"),
+        (("/lake",), {"catalog": "main"}, "one of the two"),
+        ((), {"catalog": " "}, "needs a catalog name"),
+        (("/lake",), {"staging_url": "/staging"}, "staging_url= goes with catalog="),
+    ],
+)
+def test_a_destination_is_a_path_or_a_catalog(
+    args: tuple[Any, ...], kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SparkloadError, match=message):
+        sl.destinations.delta(*args, **kwargs)
