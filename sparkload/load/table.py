@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from sparkload.engine.capabilities import commit_history
+from sparkload.exceptions import LoadError
 from sparkload.load import delta_log
 from sparkload.load.sql import delta_path, quote
 
@@ -181,6 +182,13 @@ class CatalogTable(DeltaTable):
             return sorted(((int(row["version"]), row["userMetadata"]) for row in rows), reverse=True)
         location = self.location()
         versions = delta_log.commit_versions(location)[-NEWEST_COMMITS:]
+        if not versions:
+            # Without the history a repeated load could commit twice: refuse instead.
+            raise LoadError(
+                f"table {self.shown}: the engine tells no commit history and its files at "
+                f"{location} cannot be read from this process, so a load cannot be made "
+                "exactly once; give the schema a location both reach (CREATE SCHEMA ... LOCATION)"
+            )
         return [(v, delta_log.commit_info(location, v).get("userMetadata")) for v in reversed(versions)]
 
     def location(self) -> str:
