@@ -8,15 +8,18 @@ incremental cursor and nested rows, a delete-insert merge with nested rows, a re
 scd2 dimension and an append table paged by hand through resource state.
 
 A kill point makes the process SIGKILL itself at one stage boundary of the run:
-``extract`` (after extract), ``staged`` (the normalized package is complete beside the
-data, the extracted one not yet deleted), ``normalize`` (after normalize), ``commit:N``
-(right after the N-th Delta commit this process makes, before the package records it),
-``before_state`` / ``after_state`` (around the state commit).
+``extract`` (after extract), ``normalize:N`` (right after the N-th table of the package
+is normalized beside the data, before the package is complete), ``staged`` (the normalized
+package is complete beside the data, the extracted one not yet deleted), ``normalize``
+(after normalize), ``commit:N`` (right after the N-th Delta commit this process makes,
+before the package records it), ``before_state`` / ``after_state`` (around the state
+commit).
 """
 
 from __future__ import annotations
 
 import datetime
+import itertools
 import os
 import signal
 import sys
@@ -68,6 +71,17 @@ def arm(point: str) -> None:
         after(LoadPackage, "write", lambda _self, name, _data: name == NORMALIZE_MANIFEST)
     elif point == "normalize":
         after(pipeline_module.Pipeline, "normalize")
+    elif point.startswith("normalize:"):
+        # Tables normalize side by side; the first N to end have their files beside the
+        # data, the package's normalize.json is not written yet.
+        from sparkload.normalize.normalizer import TableNormalizer
+
+        nth, ended = int(point.split(":")[1]), itertools.count(1)
+
+        def nth_table(*_: Any) -> bool:
+            return next(ended) == nth  # one step under the GIL: threads cannot double-count
+
+        after(TableNormalizer, "normalize", nth_table)
     elif point.startswith("commit:"):
         countdown = [int(point.split(":")[1])]
 

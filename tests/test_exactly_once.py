@@ -158,6 +158,22 @@ def test_kill_at_every_stage_boundary(
     assert_like_reference(tmp_path, reference)
 
 
+@pytest.mark.timeout(1800)
+def test_run_after_a_normalize_cut_short_on_a_lost_working_dir_loads_its_day(
+    tmp_path: Path, reference: dict[str, Any]
+) -> None:
+    """A kill in the middle of normalize leaves part of a normalized package beside the data;
+    with the working directory gone, nothing can complete it. The next run must drop it and
+    load its own data, not take it for a package to finish and end having loaded nothing
+    (what made the random kills below lose a whole day now and then)."""
+    attempts = Attempts(tmp_path, fresh_after_kill=True)
+    for day in DAYS:
+        attempts.run(day, "normalize:1")
+        attempts.run(day)
+    assert attempts.kills == len(DAYS)
+    assert_like_reference(tmp_path, reference)
+
+
 def test_kill_at_random_moments(tmp_path: Path, reference: dict[str, Any]) -> None:
     """Kills anywhere in a run, every other one followed by an empty working directory;
     attempts go on until seven kills landed on the day (an attempt that finishes first

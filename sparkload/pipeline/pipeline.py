@@ -252,7 +252,8 @@ class Pipeline:
         self.last_trace = PipelineTrace(self.pipeline_name)
         if self.has_pending_data():
             self.normalize()
-            if list_packages(self._staged):
+            staged = list_packages(self._staged)
+            if any(package.is_normalized() for package in staged):
                 if data is not None:
                     logger.warning(
                         "pipeline '%s': finishing the load packages an earlier run left; the data "
@@ -260,6 +261,13 @@ class Pipeline:
                         self.pipeline_name,
                     )
                 return self.load()
+            # normalize() completed every package whose extracted files are here; one still
+            # incomplete beside the data is a normalize cut short whose extracted files are
+            # gone (a working directory emptied since): nothing can complete it and it holds
+            # nothing to finish, so it goes and this run loads its own data. Returning here
+            # instead ended a run having loaded nothing.
+            for package in staged:
+                package.delete()
         info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         if data is None:
             return info
