@@ -288,3 +288,19 @@ def test_a_plan_shows_a_key_change_as_destructive(pipeline: sl.Pipeline) -> None
         ("primary key changes from ['id'] to ['id', 'region']", True)
     ]
     assert "(destructive)" in str(plan)
+
+
+def test_what_a_normalize_cut_short_left_is_no_pending_data(pipeline: sl.Pipeline) -> None:
+    """Part of a normalized package beside the data, with no normalize.json and no extracted
+    package behind it (a kill mid-normalize, then an emptied working directory), is not a
+    package a run can finish: plan() works, and run() loads its own rows and removes it."""
+    pipeline.run([{"id": 1}], table_name="items")
+    leftover = pipeline.dataset.staging_folder(pipeline.pipeline_name).child("1.000000")
+    leftover.child("normalized").child("items").write("part-0.parquet", b"cut short")
+    assert not pipeline.has_pending_data()
+
+    plan = pipeline.plan([{"id": 2}], table_name="items")
+    assert "items" in str(plan)
+    pipeline.run([{"id": 2}], table_name="items")
+    assert sorted(row["id"] for row in delta_rows(pipeline, "items")) == [1, 2]
+    assert not leftover.exists()

@@ -252,8 +252,7 @@ class Pipeline:
         self.last_trace = PipelineTrace(self.pipeline_name)
         if self.has_pending_data():
             self.normalize()
-            staged = list_packages(self._staged)
-            if any(package.is_normalized() for package in staged):
+            if any(package.is_normalized() for package in list_packages(self._staged)):
                 if data is not None:
                     logger.warning(
                         "pipeline '%s': finishing the load packages an earlier run left; the data "
@@ -261,13 +260,6 @@ class Pipeline:
                         self.pipeline_name,
                     )
                 return self.load()
-            # normalize() completed every package whose extracted files are here; one still
-            # incomplete beside the data is a normalize cut short whose extracted files are
-            # gone (a working directory emptied since): nothing can complete it and it holds
-            # nothing to finish, so it goes and this run loads its own data. Returning here
-            # instead ended a run having loaded nothing.
-            for package in staged:
-                package.delete()
         info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         if data is None:
             return info
@@ -597,7 +589,14 @@ class Pipeline:
         self._staged.delete()
 
     def has_pending_data(self) -> bool:
-        return bool(list_packages(self._extracted) or list_packages(self._staged))
+        """Whether a package waits that a run can finish: completely extracted, or normalized
+        beside the data. What a step cut short left is not: an incomplete normalized package
+        whose extracted files are gone (a working directory emptied since) can never be
+        completed and holds nothing to finish. A run that took it for pending data used to
+        end having loaded nothing; the next run's normalize and load delete such leftovers."""
+        return any(package.is_extracted() for package in list_packages(self._extracted)) or any(
+            package.is_normalized() for package in list_packages(self._staged)
+        )
 
     @_locked
     def drop(self) -> None:
