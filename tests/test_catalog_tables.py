@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -327,3 +329,64 @@ def test_a_history_this_process_cannot_read_stops_the_load_before_any_commit(
     assert "CREATE SCHEMA ... LOCATION" in str(failed.value)
     monkeypatch.undo()
     assert by_name(pipeline, "users") == before
+
+
+CHILD = """
+import sys
+import sparkload as sl
+from sparkload.load.sql import quote, string_literal
+
+home, machine, limit, schema = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+probe = sl.pipeline("probe", destination=sl.destinations.delta(home + "/unused"), pipelines_dir=home)
+catalog = probe.spark.catalog.currentCatalog()
+location = string_literal(home + "/warehouse/" + schema)
+probe.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {quote(catalog)}.{quote(schema)} LOCATION {location}")
+
+@sl.resource(primary_key="id", write_disposition="merge")
+def orders(updated=sl.incremental("updated", initial_value=0)):
+    print("CURSOR", updated.last_value, flush=True)
+    for i in range(1, limit + 1):
+        if i > updated.last_value:
+            yield {"id": i, "updated": i}
+
+pipeline = sl.pipeline(
+    "shared", destination=sl.destinations.delta(catalog=catalog), dataset_name=schema,
+    pipelines_dir=home + "/" + machine,
+)
+pipeline.run(orders())
+print("ROWS", pipeline.table("orders").count(), flush=True)
+"""
+
+
+@engines.engine_limit(
+    "embedded",
+    "connect",
+    "cluster",
+    reason="Sail 0.7.2's catalog lives in the memory of one Spark session: another process's "
+    "session, even on the same server, sees none of its tables",
+)
+@engines.engine_limit(
+    "spark",
+    reason="a JVM session sparkload starts from a master URL has Spark's in-memory catalog; "
+    "a Hive metastore persists (tests/jvm/test_catalog_metastore.py)",
+)
+def test_a_second_process_finds_the_catalog_tables_and_state_of_the_first(tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    schema = f"shared_{next(_schemas)}_{tmp_path.name[-8:].lower()}".replace("-", "_")
+
+    def run(machine: str, limit: int) -> str:
+        done = subprocess.run(
+            [sys.executable, str(script), str(tmp_path), machine, str(limit), schema],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,  # where an engine's relative warehouse goes
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+
+    assert "CURSOR 0" in run("machine_a", 3)
+    second = run("machine_b", 5)
+    assert "CURSOR 3" in second
+    assert "ROWS 5" in second
