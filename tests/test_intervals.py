@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import deltalake
+import pendulum
 import pytest
 from conftest import delta_history, delta_rows, delta_version, spark_rows
 from table_checks import assert_table, project, row_count
@@ -737,3 +738,27 @@ def test_the_time_range_strategy_without_intervals_fails_clearly(pipeline: sl.Pi
     assert "sl.sources.intervals" in str(failed.value) and "'plain'" in str(failed.value)
     assert not deltalake.DeltaTable.is_deltatable(f"{pipeline.dataset_uri}/plain")
     assert not pipeline.has_pending_data()  # nothing waits to be retried
+
+
+@pytest.mark.parametrize(
+    "execution_time",
+    [
+        pendulum.datetime(2024, 10, 27),
+        pendulum.datetime(2024, 10, 27, 2, tz="Europe/Berlin"),  # 00:00 UTC
+        TODAY,
+        TODAY.replace(tzinfo=None),  # naive: UTC
+        "2024-10-27T00:00:00Z",
+        "2024-10-27",
+    ],
+    ids=["pendulum", "pendulum-berlin", "aware", "naive", "iso-text", "iso-date"],
+)
+def test_execution_time_takes_every_form_a_user_passes(make_pipeline: Any, execution_time: Any) -> None:
+    """pendulum's DateTime (what ``pendulum.datetime`` and Airflow hand out), stdlib aware and
+    naive datetimes and ISO text all mean the same moment: the same two days load."""
+    pipeline = make_pipeline()
+    feed = Feed(daily_rows(TWO_DAYS_AGO, 3))
+    pipeline.run(feed.resource(cron="@daily"), execution_time=execution_time)
+    assert feed.calls == [(TWO_DAYS_AGO, TODAY)]
+    assert all(type(moment) is datetime.datetime for call in feed.calls for moment in call)
+    assert ledger(pipeline) == [span(TWO_DAYS_AGO, TODAY)]
+    assert row_count(pipeline, "events") == 4

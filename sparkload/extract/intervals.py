@@ -34,7 +34,8 @@ _SORTABLE_FIELDS = ("%Y", "%m", "%d", "%H", "%M", "%S", "%f")
 
 
 def as_utc(value: Any, what: str) -> datetime.datetime:
-    """A datetime, date or ISO text as an aware UTC datetime (naive means UTC)."""
+    """A datetime (stdlib or pendulum), date or ISO text as an aware UTC datetime of the
+    stdlib (naive means UTC): pendulum's subclass does not mix with stdlib arithmetic."""
     if isinstance(value, str):
         try:
             parsed = pendulum.parse(value, tz="UTC")
@@ -46,7 +47,7 @@ def as_utc(value: Any, what: str) -> datetime.datetime:
             raise ResourceError(f"{what}: {value!r} is not a date or a datetime")
         value = parsed
     if isinstance(value, datetime.datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return _plain(value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC))
     if isinstance(value, datetime.date):
         return datetime.datetime(value.year, value.month, value.day, tzinfo=UTC)
     raise ResourceError(f"{what}: expected a date, a datetime or ISO text, got {value!r}")

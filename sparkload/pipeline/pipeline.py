@@ -31,7 +31,7 @@ from sparkload.extract.extractor import (
     normalize_column_path,
 )
 from sparkload.extract.hints import destructive_change_policy
-from sparkload.extract.intervals import Window
+from sparkload.extract.intervals import Window, as_utc
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset
 from sparkload.load.folder import Folder
@@ -102,11 +102,17 @@ class RunArguments:
     primary_key: Any
     merge_key: Any
     columns: Any
-    execution_time: datetime.datetime | None
+    execution_time: datetime.datetime | str | None
 
     def __post_init__(self) -> None:
-        # One clock for the whole call: every batch and the plan see the same time.
-        self.clock = self.execution_time or datetime.datetime.now(datetime.timezone.utc)
+        # One clock for the whole call: every batch and the plan see the same time. Any
+        # form a user passes (pendulum's DateTime, a naive or aware datetime, ISO text)
+        # becomes one aware stdlib UTC datetime here.
+        self.clock = (
+            as_utc(self.execution_time, "execution_time")
+            if self.execution_time is not None
+            else datetime.datetime.now(datetime.timezone.utc)
+        )
 
     @property
     def hint_changes(self) -> dict[str, Any]:
@@ -232,7 +238,7 @@ class Pipeline:
         primary_key: Any = None,
         merge_key: Any = None,
         columns: Any = None,
-        execution_time: datetime.datetime | None = None,
+        execution_time: datetime.datetime | str | None = None,
         restate: Sequence[str] | None = None,
         start: Any = None,
         end: Any = None,
@@ -285,7 +291,7 @@ class Pipeline:
         primary_key: Any = None,
         merge_key: Any = None,
         columns: Any = None,
-        execution_time: datetime.datetime | None = None,
+        execution_time: datetime.datetime | str | None = None,
         restate: Sequence[str] | None = None,
         start: Any = None,
         end: Any = None,
@@ -326,7 +332,7 @@ class Pipeline:
         primary_key: Any = None,
         merge_key: Any = None,
         columns: Any = None,
-        execution_time: datetime.datetime | None = None,
+        execution_time: datetime.datetime | str | None = None,
     ) -> str | None:
         """Run the resources into a new load package (one per batch of time intervals a
         resource has to load); returns the last load id, or None when nothing was due."""
