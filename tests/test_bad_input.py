@@ -109,6 +109,16 @@ class Opaque:
         pytest.param(
             {"id": 9, "lines": [{"sku": "a"}, {"sku": Opaque()}]}, "lines__sku", id="object-in-list"
         ),
+        # A valid bigint beyond 53 bits beside the culprit: the culprit is named, not it.
+        pytest.param({"id": 9, "big": 2**60, "obj": Opaque()}, "obj", id="object-beside-a-big-int"),
+        pytest.param(
+            {"id": 9, "v": 2**63},
+            "'v': the integer 9223372036854775808 does not fit a 64-bit",
+            id="int-too-big",
+        ),
+        pytest.param(
+            {"id": 9, "v": -(2**63) - 1}, "'v': the integer -9223372036854775809", id="int-too-small"
+        ),
     ],
 )
 def test_unserializable_value_names_column_resource_and_item(

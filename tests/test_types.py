@@ -75,6 +75,8 @@ def both_readers(pipeline: sl.Pipeline, table: str, order_by: str = "id") -> lis
 VALUE_CASES = [
     pytest.param(True, "boolean", True, id="bool"),
     pytest.param(2**62 + 1, "long", 2**62 + 1, id="int-bigint-exact"),
+    pytest.param(-(2**63), "long", -(2**63), id="int-bigint-min"),
+    pytest.param(2**63 - 1, "long", 2**63 - 1, id="int-bigint-max"),
     pytest.param(0.1, "double", 0.1, id="float"),
     pytest.param("hello", "string", "hello", id="str"),
     pytest.param("2024-01-01T00:00:00Z", "timestamp", datetime.datetime(2024, 1, 1, tzinfo=UTC), id="iso-z"),

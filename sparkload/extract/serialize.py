@@ -33,7 +33,7 @@ TAG_STRING = TAG + "S"  # a real string that happens to start with NUL
 # floats, so they travel as tagged text and become bigint again in Spark.
 TAG_BIGINT = TAG + "I"
 _SAFE_INT = 2**53 - 1
-_MAX_INT64 = 2**63 - 1
+_INT64 = range(-(2**63), 2**63)  # what a bigint column holds
 # NaN, +inf and -inf, which orjson would write as null: a value lost without a word. They
 # travel as "NaN", "Infinity" or "-Infinity", the spellings Spark casts back to a double.
 TAG_DOUBLE = TAG + "F"
@@ -203,7 +203,9 @@ def explain_failure(resource: str, position: int, item: Any, error: Exception) -
     """
     for path, value in _walk(item, ()):
         try:
-            orjson.dumps(value, default=_default, option=_OPTIONS)
+            # As the slow path writes it: an int beyond 53 bits is a valid bigint there, so
+            # only a value that truly cannot be stored is blamed.
+            orjson.dumps(escape_tagged_strings(value), default=_default, option=_WIDE_OPTIONS)
         except (TypeError, orjson.JSONEncodeError) as exc:
             column = "__".join(path) or "<item>"
             reason = str(exc.__cause__ or exc)
@@ -240,8 +242,11 @@ def escape_tagged_strings(item: Any) -> Any:
     if isinstance(item, str) and item.startswith(TAG):
         return TAG_STRING + item
     if isinstance(item, int) and not isinstance(item, bool) and abs(item) > _SAFE_INT:
-        if abs(item) > _MAX_INT64:
-            raise _Unserializable(f"the integer {item} does not fit a 64-bit bigint")
+        if item not in _INT64:
+            raise _Unserializable(
+                f"the integer {item} does not fit a 64-bit bigint (-2**63 to 2**63-1): "
+                "yield it as a decimal.Decimal or a str"
+            )
         return TAG_BIGINT + str(item)
     if isinstance(item, float) or getattr(getattr(item, "dtype", None), "kind", None) == "f":
         if getattr(item, "ndim", 0) > 0:
