@@ -304,3 +304,25 @@ def test_what_a_normalize_cut_short_left_is_no_pending_data(pipeline: sl.Pipelin
     pipeline.run([{"id": 2}], table_name="items")
     assert sorted(row["id"] for row in delta_rows(pipeline, "items")) == [1, 2]
     assert not leftover.exists()
+
+
+def test_a_run_after_an_extracting_plan_loads_its_own_data_not_the_preview(pipeline: sl.Pipeline) -> None:
+    """plan(extract=True) keeps its package for plan.apply(); a run() given other data
+    instead discards that preview (its state was never committed) and loads what it was
+    given, even when the preview carried a type change the run would refuse."""
+    pipeline.run([{"id": 1, "v": 10}], table_name="items", primary_key="id", write_disposition="merge")
+    plan = pipeline.plan([{"id": 2, "v": "ten"}], table_name="items", extract=True)
+    assert len(plan.extracted) == 1
+    assert not pipeline.has_pending_data()
+
+    pipeline.run([{"id": 3, "v": 30}], table_name="items")
+    assert sorted((r["id"], r["v"]) for r in delta_rows(pipeline, "items")) == [(1, 10), (3, 30)]
+    assert list(pipeline.dataset.staging_folder(pipeline.pipeline_name).subfolders()) == []
+    with pytest.raises(PlanOutdatedError):
+        plan.apply()
+
+    # A second plan replaces the first one's package; its apply() loads it.
+    pipeline.plan([{"id": 4, "v": 40}], table_name="items", extract=True)
+    second = pipeline.plan([{"id": 5, "v": 50}], table_name="items", extract=True)
+    second.apply()
+    assert sorted(r["id"] for r in delta_rows(pipeline, "items")) == [1, 3, 5]

@@ -12,6 +12,7 @@ so a run on another machine (or with an empty working directory) can finish it::
         fixed/<name>/                           frames fixed before the first commit
         normalize.json                          written last: the package will be loaded
         loaded.json                             tables already committed (for resuming)
+        planned.json                            extracted by a plan: only plan.apply() loads it
 
 Every table commit of a load is idempotent for its load id and the state is committed
 after the last one, so finishing a package that a crash interrupted gives the tables and
@@ -33,6 +34,9 @@ __all__ = ["PACKAGES_FOLDER", "LoadPackage", "list_packages"]
 EXTRACT_MANIFEST = "extract.json"
 NORMALIZE_MANIFEST = "normalize.json"
 LOADED_MANIFEST = "loaded.json"
+# A package extracted by ``plan(extract=True)``: loaded by ``plan.apply()``, discarded by
+# any other run (it was a preview, and its state was never committed).
+PLANNED_MANIFEST = "planned.json"
 
 
 class LoadPackage:
@@ -65,6 +69,9 @@ class LoadPackage:
 
     def is_normalized(self) -> bool:
         return self.folder.exists(NORMALIZE_MANIFEST)
+
+    def is_planned(self) -> bool:
+        return self.folder.exists(PLANNED_MANIFEST)
 
     def has(self, name: str) -> bool:
         return self.folder.exists(name)

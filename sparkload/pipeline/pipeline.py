@@ -50,6 +50,7 @@ from sparkload.pipeline.package import (
     EXTRACT_MANIFEST,
     LOADED_MANIFEST,
     NORMALIZE_MANIFEST,
+    PLANNED_MANIFEST,
     LoadPackage,
     list_packages,
 )
@@ -256,6 +257,7 @@ class Pipeline:
         if (start is not None or end is not None) and not restate:
             raise PipelineStepFailed("extract", None, ResourceError("start= and end= go with restate="))
         self.last_trace = PipelineTrace(self.pipeline_name)
+        self._discard_planned()
         if self.has_pending_data():
             self.normalize()
             if any(package.is_normalized() for package in list_packages(self._staged)):
@@ -299,6 +301,7 @@ class Pipeline:
     ) -> Plan:
         """What ``run()`` with these arguments would do, computed without writing to the
         destination; ``plan.apply()`` does exactly that (see ``pipeline/plan.py``)."""
+        self._discard_planned()  # an earlier plan's packages: this plan replaces it
         if self.has_pending_data():
             raise SparkloadError(
                 f"pipeline '{self.pipeline_name}' has load packages pending: run() finishes them, "
@@ -312,6 +315,8 @@ class Pipeline:
         if extract:
             extracted = [self._extract_batch(scheduled.plan, batch, clock) for batch in scheduled.batches]
             self.normalize()
+            for package in list_packages(self._staged):
+                package.write(PLANNED_MANIFEST, {})
             normalized = [
                 NormalizedTable.from_dict(table)
                 for package in list_packages(self._staged)
@@ -601,8 +606,16 @@ class Pipeline:
         completed and holds nothing to finish. A run that took it for pending data used to
         end having loaded nothing; the next run's normalize and load delete such leftovers."""
         return any(package.is_extracted() for package in list_packages(self._extracted)) or any(
-            package.is_normalized() for package in list_packages(self._staged)
+            package.is_normalized() and not package.is_planned() for package in list_packages(self._staged)
         )
+
+    def _discard_planned(self) -> None:
+        """Delete the packages a ``plan(extract=True)`` left for its ``apply()``: any other run
+        extracts its own data (the plan's state was never committed), so a preview is never
+        loaded in place of the data a run is given."""
+        for package in list_packages(self._staged):
+            if package.is_planned():
+                package.delete()
 
     @_locked
     def drop(self) -> None:
