@@ -377,3 +377,26 @@ def test_nul_led_strings_round_trip_from_arrow_and_pandas(make_pipeline: Any, ki
     pipeline.run(frame, table_name="nul")
 
     assert [r["s"] for r in delta_rows(pipeline, "nul", order_by="i")] == NUL_STRINGS
+
+
+@pytest.mark.parametrize("table", ["_sparkload_pipeline_state", "_Sparkload_Packages", "_sparkload_mine"])
+def test_a_reserved_table_name_is_refused_and_the_state_survives(loaded: sl.Pipeline, table: str) -> None:
+    """A table named like sparkload's own would take the state table's place: refused before
+    anything is written, and the pipeline goes on as it was."""
+    state = loaded.state
+    before = snapshot(loaded, "users")
+    with pytest.raises(PipelineStepFailed, match="keeps for its own tables") as failure:
+        loaded.run([{"id": 1, "v": 1}], table_name=table)
+    assert table in str(failure.value)
+    assert not loaded.has_pending_data()
+
+    @sl.resource(table_name=lambda item: item["kind"])
+    def mixed() -> Iterator[dict[str, Any]]:
+        yield {"kind": "fine", "id": 1}
+        yield {"kind": table, "id": 2}
+
+    with pytest.raises(PipelineStepFailed, match="keeps for its own tables"):
+        loaded.run(mixed)
+    assert snapshot(loaded, "users") == before
+    assert loaded.state == state
+    assert loaded.run([{"id": 3}], table_name="fine").loads_ids

@@ -19,7 +19,7 @@ from sparkload.extract.items import is_arrow, is_pandas, to_arrow
 from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
 from sparkload.extract.storage import TableFiles
-from sparkload.normalize.naming import normalize_path, normalize_table_name
+from sparkload.normalize.naming import RESERVED_TABLE_PREFIX, normalize_path, normalize_table_name
 from sparkload.pipeline.current import resource_scope
 
 _END = object()
@@ -308,6 +308,12 @@ class Extractor:
 
     def _new_files_for(self, table: str, entry: ExtractPlanItem) -> TableFiles:
         name = normalize_table_name(table)
+        if name.startswith(RESERVED_TABLE_PREFIX):
+            raise ExtractError(
+                entry.resource.name,
+                f"table name {table!r} ({name!r}) starts with {RESERVED_TABLE_PREFIX!r}, which "
+                "sparkload keeps for its own tables (the pipeline state); choose another table_name",
+            )
         if name not in self.tables:
             hints = hints_for_manifest(entry.resource.hints, entry.root_key, entry.max_table_nesting)
             self.tables[name] = ExtractedTable(name, entry.resource.name, hints)

@@ -18,10 +18,11 @@ from sparkload.load import delta_log
 from sparkload.load.folder import Folder
 from sparkload.load.sql import quote
 from sparkload.load.table import CatalogTable, DeltaTable, PathTable
+from sparkload.normalize.naming import RESERVED_TABLE_PREFIX
 
 # sparkload's own tables and folders in a dataset (the state table, staged packages):
 # never a resource's table.
-SYSTEM_PREFIX = "_sparkload"
+SYSTEM_PREFIX = RESERVED_TABLE_PREFIX
 PACKAGES_FOLDER = "_sparkload_packages"
 
 

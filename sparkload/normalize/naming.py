@@ -43,11 +43,15 @@ __all__ = [
     "normalize_identifier",
     "normalize_path",
     "normalize_table_name",
+    "RESERVED_TABLE_PREFIX",
     "resolve_collisions",
     "variant_column_name",
 ]
 
 PATH_SEPARATOR = "__"
+# sparkload's own tables and folders in a dataset (the state table, staged packages) start
+# so; a resource's table never may, or it would take their place.
+RESERVED_TABLE_PREFIX = "_sparkload"
 """Joins the parts of a flattened column (``user__name``) or nested table (``orders__items``)."""
 
 VARIANT_PREFIX = "v_"
