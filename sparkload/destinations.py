@@ -35,14 +35,7 @@ class DeltaDestination:
             )
             return CatalogDataset(session, self.catalog, dataset_name, staging)
         assert self.bucket_url is not None
-        return PathDataset(session, self.dataset_uri(dataset_name))
-
-    def dataset_uri(self, dataset_name: str) -> str:
-        """The dataset's folder (path destinations), or its name in the catalog."""
-        if self.catalog is not None:
-            return f"{self.catalog}.{dataset_name}"
-        assert self.bucket_url is not None
-        return f"{self.bucket_url.rstrip('/')}/{dataset_name}"
+        return PathDataset(session, f"{self.bucket_url.rstrip('/')}/{dataset_name}")
 
     def __repr__(self) -> str:
         if self.catalog is not None:

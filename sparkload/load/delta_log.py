@@ -8,6 +8,7 @@ load already made when the load is repeated.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -51,12 +52,11 @@ def commit_info(uri: str, version: int) -> dict[str, Any]:
     return {}
 
 
-def version_with_metadata(uri: str, user_metadata: str, newest: int = 20) -> int | None:
-    """The newest of the last ``newest`` commits whose userMetadata is ``user_metadata``."""
+def commit_tags(uri: str, newest: int) -> Iterator[tuple[int, str | None]]:
+    """(version, userMetadata) of the last ``newest`` commits, newest first; each commit
+    file is read only when the caller asks for it."""
     for version in reversed(commit_versions(uri)[-newest:]):
-        if commit_info(uri, version).get("userMetadata") == user_metadata:
-            return version
-    return None
+        yield version, commit_info(uri, version).get("userMetadata")
 
 
 def list_tables(dataset_uri: str) -> list[str]:

@@ -12,7 +12,9 @@ Two ways to address a table, one interface for the loader:
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -64,7 +66,7 @@ class DeltaTable:
     def _save(self, writer: Any, df: DataFrame) -> None:
         raise NotImplementedError
 
-    def commit_tags(self) -> list[tuple[int, str | None]]:
+    def commit_tags(self) -> Iterable[tuple[int, str | None]]:
         """(version, userMetadata) of the newest commits, newest first."""
         raise NotImplementedError
 
@@ -75,10 +77,9 @@ class DeltaTable:
     def emptied(self) -> DeltaTable:
         """This table as a full refresh sees it before its commit: not there (its commit
         overwrites it)."""
-        copy = self.__class__.__new__(self.__class__)
-        copy.__dict__.update(self.__dict__)
-        copy._seen_empty = True
-        return copy
+        seen = copy.copy(self)
+        seen._seen_empty = True
+        return seen
 
     def schema(self) -> T.StructType | None:
         if not self.exists():
@@ -86,8 +87,7 @@ class DeltaTable:
         return self.read().schema
 
     def version(self) -> int | None:
-        tags = self.commit_tags()
-        return tags[0][0] if tags else None
+        return next((version for version, _ in self.commit_tags()), None)
 
     def committed_by(self, load_id: str) -> int | None:
         """The version a commit tagged with ``load_id`` made, if that commit happened."""
@@ -134,14 +134,10 @@ class PathTable(DeltaTable):
 
     # The log is read directly: cheaper than asking the engine, and the same on every one.
     def version(self) -> int | None:
-        return delta_log.latest_version(self.uri)
+        return delta_log.latest_version(self.uri)  # no commit file read
 
-    def committed_by(self, load_id: str) -> int | None:
-        return delta_log.version_with_metadata(self.uri, load_id, NEWEST_COMMITS)
-
-    def commit_tags(self) -> list[tuple[int, str | None]]:
-        versions = delta_log.commit_versions(self.uri)[-NEWEST_COMMITS:]
-        return [(v, delta_log.commit_info(self.uri, v).get("userMetadata")) for v in reversed(versions)]
+    def commit_tags(self) -> Iterable[tuple[int, str | None]]:
+        return delta_log.commit_tags(self.uri, NEWEST_COMMITS)
 
 
 class CatalogTable(DeltaTable):
@@ -174,22 +170,22 @@ class CatalogTable(DeltaTable):
             self._on_create()
         writer.saveAsTable(self.sql_name)
 
-    def commit_tags(self) -> list[tuple[int, str | None]]:
+    def commit_tags(self) -> Iterable[tuple[int, str | None]]:
         if not self._exists():
             return []
         rows = commit_history(self.spark, self.sql_name, NEWEST_COMMITS)
         if rows is not None:
             return sorted(((int(row["version"]), row["userMetadata"]) for row in rows), reverse=True)
         location = self.location()
-        versions = delta_log.commit_versions(location)[-NEWEST_COMMITS:]
-        if not versions:
+        tags = list(delta_log.commit_tags(location, NEWEST_COMMITS))
+        if not tags:
             # Without the history a repeated load could commit twice: refuse instead.
             raise LoadError(
                 f"table {self.shown}: the engine tells no commit history and its files at "
                 f"{location} cannot be read from this process, so a load cannot be made "
                 "exactly once; give the schema a location both reach (CREATE SCHEMA ... LOCATION)"
             )
-        return [(v, delta_log.commit_info(location, v).get("userMetadata")) for v in reversed(versions)]
+        return tags
 
     def location(self) -> str:
         """Where the engine keeps the table's files, from ``DESCRIBE TABLE EXTENDED``. An

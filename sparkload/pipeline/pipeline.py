@@ -185,7 +185,7 @@ class Pipeline:
     @property
     def dataset_uri(self) -> str:
         """The dataset's folder, or ``catalog.schema`` for tables in a catalog."""
-        return self.destination.dataset_uri(self.dataset_name)
+        return self.dataset.shown
 
     @property
     def packages_dir(self) -> Path:
