@@ -1,12 +1,11 @@
 """sparkload: load data into Delta Lake tables with Spark, the way dlt users write pipelines."""
 
-from sparkload import destinations, sources
+from sparkload import current, destinations, sources
 from sparkload.config import config, secrets
 from sparkload.extract.decorators import resource, source, transformer
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
-from sparkload.pipeline import current
 from sparkload.pipeline.attach import attach
 from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.pipeline import Pipeline, pipeline

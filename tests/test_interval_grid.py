@@ -8,8 +8,9 @@ import datetime
 import pytest
 from croniter import croniter
 
+from sparkload.common.time import Window
 from sparkload.extract import intervals
-from sparkload.extract.intervals import Intervals, Window
+from sparkload.extract.intervals import Intervals
 
 UTC = datetime.timezone.utc
 

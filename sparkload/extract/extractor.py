@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from sparkload.common.context import resource_scope
 from sparkload.exceptions import ExtractError, SparkloadError, UnsupportedItemError
 from sparkload.extract.hints import COLUMN_NAME_OPTIONS, TableHints
 from sparkload.extract.items import is_arrow, is_pandas, to_arrow
@@ -20,7 +21,6 @@ from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
 from sparkload.extract.storage import TableFiles
 from sparkload.normalize.naming import RESERVED_TABLE_PREFIX, normalize_path, normalize_table_name
-from sparkload.pipeline.current import resource_scope
 
 _END = object()
 # Threads for parallelized resources (dlt's default number of extract workers).

@@ -26,6 +26,8 @@ import orjson
 import pendulum
 from jsonpath_ng import parse as parse_jsonpath
 
+from sparkload.common import context as run_context
+from sparkload.common.time import plain_utc
 from sparkload.exceptions import ResourceError
 
 TCursor = TypeVar("TCursor")
@@ -284,7 +286,7 @@ class Incremental(Generic[TCursor]):
             isinstance(b, datetime.datetime) for b in (self._last_value, self.start_value, self.end_value)
         ):
             # An ISO string against a datetime bound: compared as UTC instants.
-            value = _utc(pendulum.parse(value))  # type: ignore[arg-type]
+            value = plain_utc(pendulum.parse(value))  # type: ignore[arg-type]
         try:
             if self.end_value is not None:
                 end = _comparable(self.end_value, value)
@@ -404,23 +406,15 @@ def _comparable(bound: Any, value: Any) -> Any:
             return bound.date()
     if isinstance(value, datetime.datetime) and not isinstance(bound, datetime.datetime):
         if isinstance(bound, str):
-            return _utc(pendulum.parse(bound))  # type: ignore[arg-type]
+            return plain_utc(pendulum.parse(bound))  # type: ignore[arg-type]
         if isinstance(bound, datetime.date):
             return datetime.datetime(bound.year, bound.month, bound.day, tzinfo=datetime.timezone.utc)
     aware_mismatch = isinstance(bound, datetime.datetime) and (bound.tzinfo is None) != (
         getattr(value, "tzinfo", None) is None
     )
     if isinstance(value, datetime.datetime) and aware_mismatch:
-        return _utc(bound) if value.tzinfo is not None else _utc(bound).replace(tzinfo=None)
+        return plain_utc(bound) if value.tzinfo is not None else plain_utc(bound).replace(tzinfo=None)
     return bound
-
-
-def _utc(value: datetime.datetime) -> datetime.datetime:
-    """An aware UTC ``datetime.datetime`` (a pendulum DateTime becomes a plain one)."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.timezone.utc)
-    value = value.astimezone(datetime.timezone.utc)
-    return datetime.datetime(*value.timetuple()[:6], value.microsecond, tzinfo=datetime.timezone.utc)
 
 
 def _lagged(value: Any, lag: float, func: Callable[[Sequence[Any]], Any], initial: Any) -> Any:
@@ -465,13 +459,11 @@ def _one_of(name: str, value: Any, allowed: tuple[Any, ...]) -> None:
 def external_interval() -> tuple[datetime.datetime, datetime.datetime] | None:
     """The running Airflow task's data interval (see ``scheduler_interval``), or None outside
     an Airflow task."""
-    context = _airflow_context()
-    if context is None:
+    airflow = _airflow_context()
+    if airflow is None:
         return None
-    from sparkload.pipeline import current
-
     return scheduler_interval(
-        context.get("data_interval_start"), context.get("data_interval_end"), current.execution_time()
+        airflow.get("data_interval_start"), airflow.get("data_interval_end"), run_context.execution_time()
     )
 
 
@@ -485,9 +477,9 @@ def scheduler_interval(
     its logical date up to now. A run without a start (Airflow 3's manual run without a
     logical date) starts now too, so it loads nothing rather than everything.
     """
-    now = _utc(now)
-    first = now if start is None else _utc(start)
-    last = now if end is None else _utc(end)
+    now = plain_utc(now)
+    first = now if start is None else plain_utc(start)
+    last = now if end is None else plain_utc(end)
     if last > now or first == last:
         last = now
     return first, max(first, last)

@@ -13,75 +13,22 @@ together.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import datetime
 import inspect
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import pendulum
 from croniter import croniter
 
+from sparkload.common.time import Window, as_utc, plain_utc
 from sparkload.exceptions import ResourceError
 
-UTC = datetime.timezone.utc
 LEDGER_KEY = "intervals"
 _TINY = datetime.timedelta(microseconds=1)
 # The fields of a text time column's format, most significant first: text in a format made
 # of a prefix of them (with any fixed separators) sorts as its times do.
 _SORTABLE_FIELDS = ("%Y", "%m", "%d", "%H", "%M", "%S", "%f")
-
-
-def as_utc(value: Any, what: str) -> datetime.datetime:
-    """A datetime (stdlib or pendulum), date or ISO text as an aware UTC datetime of the
-    stdlib (naive means UTC): pendulum's subclass does not mix with stdlib arithmetic."""
-    if isinstance(value, str):
-        try:
-            parsed = pendulum.parse(value, tz="UTC")
-        except ValueError as exc:  # pendulum's ParserError
-            raise ResourceError(f"{what}: {value!r} is not a date or a datetime") from exc
-        if not isinstance(parsed, datetime.datetime):
-            if isinstance(parsed, datetime.date):
-                return datetime.datetime(parsed.year, parsed.month, parsed.day, tzinfo=UTC)
-            raise ResourceError(f"{what}: {value!r} is not a date or a datetime")
-        value = parsed
-    if isinstance(value, datetime.datetime):
-        return _plain(value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC))
-    if isinstance(value, datetime.date):
-        return datetime.datetime(value.year, value.month, value.day, tzinfo=UTC)
-    raise ResourceError(f"{what}: expected a date, a datetime or ISO text, got {value!r}")
-
-
-def _plain(moment: datetime.datetime) -> datetime.datetime:
-    """A UTC datetime with the stdlib's timezone (pendulum's subclass does not survive
-    every consumer, Spark's literal conversion included)."""
-    return datetime.datetime(
-        moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second,
-        moment.microsecond, tzinfo=UTC,
-    )  # fmt: skip
-
-
-@dataclasses.dataclass(frozen=True)
-class Window:
-    """One batch: the half-open range [start, end) of the intervals it covers."""
-
-    start: datetime.datetime
-    end: datetime.datetime
-    # How many intervals of the grid it covers, and whether its last one is incomplete.
-    intervals: int = 1
-    partial: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"start": self.start.isoformat(), "end": self.end.isoformat(), "partial": self.partial}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Window:
-        return cls(
-            datetime.datetime.fromisoformat(data["start"]),
-            datetime.datetime.fromisoformat(data["end"]),
-            partial=bool(data.get("partial")),
-        )
 
 
 class Intervals:
@@ -170,7 +117,7 @@ class Intervals:
         if self.end_value is not None:
             until = min(until, self.end_value)
         # The interval holding ``start`` is the first: SQLMesh floors start to the cron.
-        tick = _plain(croniter(self.cron, self.start_value + _TINY).get_prev(datetime.datetime))
+        tick = plain_utc(croniter(self.cron, self.start_value + _TINY).get_prev(datetime.datetime))
         step = _regular_step(self.cron)
         if step is not None:
             # Evenly spaced ticks (hourly, daily, every 15 minutes …): arithmetic, not
@@ -182,7 +129,7 @@ class Intervals:
         ticks = croniter(self.cron, tick)
         complete = []
         while True:
-            following = _plain(ticks.get_next(datetime.datetime))
+            following = plain_utc(ticks.get_next(datetime.datetime))
             if following > until:
                 partial = Window(tick, until, partial=True) if tick < until else None
                 return complete, partial

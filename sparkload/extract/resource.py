@@ -8,6 +8,7 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from sparkload.common import context
 from sparkload.config import bind_config
 from sparkload.exceptions import ResourceError, SparkloadError
 from sparkload.extract.hints import TableHints, TTableName, WriteDisposition
@@ -194,9 +195,8 @@ class Resource:
             reset=self.hints.starts_over,
         )
         if self.intervals is not None:
-            from sparkload.pipeline import current
-
-            bind_intervals(bound.arguments, bound.signature.parameters, current.interval_window(self.name))
+            window = context.interval_window(self.name)
+            bind_intervals(bound.arguments, bound.signature.parameters, window)
         return self._func(*bound.args, **bound.kwargs), incrementals
 
     # -- iteration --------------------------------------------------------------------------
@@ -312,9 +312,7 @@ def _filtered(items: Iterator[Any], incrementals: list[Incremental[Any]], upstre
 
 def _pipeline_name() -> str | None:
     """The name of the pipeline extracting (config may be scoped to it), if one is."""
-    from sparkload.pipeline import current
-
-    active = current.extracting_pipeline()
+    active = context.extracting_pipeline()
     return getattr(active, "pipeline_name", None)
 
 
@@ -322,14 +320,12 @@ def _resource_state(name: str, section: str | None = None) -> dict[str, Any]:
     """The state of the resource while a pipeline extracts it; else what the last pipeline
     committed for it; else a scratch dict (iterating a resource by hand), so incrementals
     work but remember nothing."""
-    from sparkload.pipeline import current
-
     try:
-        return current.resource_state(name)
+        return context.resource_state(name)
     except SparkloadError:
         pass
     try:
-        active = current.pipeline()
+        active = context.active_pipeline()
     except SparkloadError:
         return {}
     source = section or active.pipeline_name

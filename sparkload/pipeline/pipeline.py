@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from sparkload import destinations
+from sparkload.common import context
+from sparkload.common.time import Window, as_utc
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
 from sparkload.engine.session import is_own_session
@@ -31,7 +33,6 @@ from sparkload.extract.extractor import (
     normalize_column_path,
 )
 from sparkload.extract.hints import destructive_change_policy
-from sparkload.extract.intervals import Window, as_utc
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset
 from sparkload.load.folder import Folder
@@ -39,7 +40,7 @@ from sparkload.load.loader import Loader
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.naming import normalize_table_name
 from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
-from sparkload.pipeline import current, pipeline_file, resource_tables, restatement, schedule
+from sparkload.pipeline import pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
 from sparkload.pipeline.engine_check import check_engine_sees
@@ -61,13 +62,8 @@ from sparkload.side_by_side import run_side_by_side
 
 logger = logging.getLogger(__name__)
 
-_last_pipeline: list[Pipeline | None] = [None]
 # Tables normalized at once (each is a few engine calls; see side_by_side.py).
 _CONCURRENT_TABLES = 4
-
-
-def last_pipeline() -> Pipeline | None:
-    return _last_pipeline[0]
 
 
 def _default_pipelines_dir() -> Path:
@@ -162,7 +158,7 @@ class Pipeline:
         self.dataset: Dataset = destination.dataset(
             lambda: self.spark, self.dataset_name, str(self.working_dir)
         )
-        _last_pipeline[0] = self
+        context.remember_pipeline(self)
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -385,7 +381,7 @@ class Pipeline:
             working_state = copy.deepcopy(base)
             inference = SchemaInference(self.spark)
             try:
-                with current.extraction(self, working_state, batch.windows, clock):
+                with context.extraction(self, working_state, batch.windows, clock):
                     extractor = Extractor(package.extracted_dir, self.progress.items, inference.file_closed)
                     tables = extractor.run(batch.plan)
             except BaseException:

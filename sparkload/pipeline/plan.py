@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as T
 
+from sparkload.common.time import Window
 from sparkload.exceptions import SparkloadError
 from sparkload.extract.extractor import ExtractPlanItem, every_entry, normalize_column_path
 from sparkload.extract.incremental import Incremental
-from sparkload.extract.intervals import Window
 from sparkload.load import destructive
 from sparkload.normalize.naming import normalize_table_name
 from sparkload.normalize.normalizer import NormalizedTable

@@ -25,10 +25,11 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
+from sparkload.common.time import as_utc
 from sparkload.exceptions import ResourceError
 from sparkload.extract.extractor import ExtractPlanItem
 from sparkload.extract.incremental import Incremental
-from sparkload.extract.intervals import LEDGER_KEY, as_utc, without
+from sparkload.extract.intervals import LEDGER_KEY, without
 from sparkload.extract.resource import Resource
 
 

@@ -14,9 +14,10 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+from sparkload.common.time import Window
 from sparkload.exceptions import ResourceError
 from sparkload.extract.extractor import ExtractPlanItem, every_entry
-from sparkload.extract.intervals import LEDGER_KEY, Window, record
+from sparkload.extract.intervals import LEDGER_KEY, record
 
 
 @dataclasses.dataclass

@@ -1,0 +1,7 @@
+"""What every stage shares: names of system columns and reserved tables, SQL builders, the
+staged-value tags, the load package and its manifests, typed table hints, time helpers and
+the run context.
+
+This package imports nothing of sparkload but :mod:`sparkload.exceptions`; every stage may
+import it (see ``docs/architecture.md``).
+"""

@@ -1,0 +1,136 @@
+"""The run context: what a resource sees of the pipeline extracting it.
+
+The pipeline opens an :func:`extraction` around each package it extracts; resources (and
+incrementals, interval arguments and config lookups inside them) read the state, the
+windows and the clock from here, and ``sl.current`` reads the same values for users.
+Everything lives in context variables, so threads started through
+``contextvars.copy_context()`` (parallelized resources, side-by-side work) see their
+caller's run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import datetime
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
+
+from sparkload.common.time import Window, now
+from sparkload.exceptions import SparkloadError
+
+
+class PipelineView(Protocol):
+    """What a resource may ask of a pipeline: its name and its committed state."""
+
+    @property
+    def pipeline_name(self) -> str: ...
+
+    @property
+    def state(self) -> dict[str, Any]: ...
+
+
+_pipeline: contextvars.ContextVar[PipelineView | None] = contextvars.ContextVar(
+    "sparkload_pipeline", default=None
+)
+_state: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "sparkload_state", default=None
+)
+# The time window each interval resource loads in this package, by resource name.
+_windows: contextvars.ContextVar[Mapping[str, Window] | None] = contextvars.ContextVar(
+    "sparkload_windows", default=None
+)
+# The run's clock (its ``execution_time``).
+_clock: contextvars.ContextVar[datetime.datetime | None] = contextvars.ContextVar(
+    "sparkload_clock", default=None
+)
+_source: contextvars.ContextVar[str | None] = contextvars.ContextVar("sparkload_source", default=None)
+_resource: contextvars.ContextVar[str | None] = contextvars.ContextVar("sparkload_resource", default=None)
+# The pipeline made last in this process: ``sl.current.pipeline()`` outside a run, as in dlt.
+_last_made: list[PipelineView | None] = [None]
+
+
+def remember_pipeline(pipeline: PipelineView) -> None:
+    """Record ``pipeline`` as the one made last (``sl.pipeline(...)`` calls this)."""
+    _last_made[0] = pipeline
+
+
+@contextlib.contextmanager
+def extraction(
+    pipeline: PipelineView,
+    state: dict[str, Any],
+    windows: Mapping[str, Window] | None = None,
+    clock: datetime.datetime | None = None,
+) -> Iterator[None]:
+    """Make ``pipeline``, the state being extracted, the interval resources' windows and the
+    run's clock visible to resources."""
+    tokens = (_pipeline.set(pipeline), _state.set(state), _windows.set(windows), _clock.set(clock))
+    try:
+        yield
+    finally:
+        _pipeline.reset(tokens[0])
+        _state.reset(tokens[1])
+        _windows.reset(tokens[2])
+        _clock.reset(tokens[3])
+
+
+@contextlib.contextmanager
+def resource_scope(source_name: str, resource_name: str) -> Iterator[None]:
+    """Name the source and resource being extracted, for ``source_state``/``resource_state``."""
+    tokens = (_source.set(source_name), _resource.set(resource_name))
+    try:
+        yield
+    finally:
+        _source.reset(tokens[0])
+        _resource.reset(tokens[1])
+
+
+def execution_time() -> datetime.datetime:
+    """The running extraction's ``execution_time`` (now, outside a run)."""
+    return _clock.get() or now()
+
+
+def interval_window(resource_name: str) -> Window | None:
+    """The window an interval resource loads in the package being extracted (or None)."""
+    return (_windows.get() or {}).get(resource_name)
+
+
+def extracting_pipeline() -> PipelineView | None:
+    """The pipeline whose extraction is running, or None."""
+    return _pipeline.get()
+
+
+def active_pipeline() -> PipelineView:
+    """The pipeline that is running, or else the one made last in this process."""
+    active = _pipeline.get() or _last_made[0]
+    if active is None:
+        raise SparkloadError("no pipeline is active: create one with sl.pipeline(...)")
+    return active
+
+
+def state() -> dict[str, Any]:
+    """The whole pipeline state as it will be committed with this load."""
+    current = _state.get()
+    if current is None:
+        raise SparkloadError("pipeline state is available only while a pipeline extracts")
+    return current
+
+
+def source_state() -> dict[str, Any]:
+    """State shared by the resources of the source being extracted."""
+    source = _source.get()
+    if source is None:
+        raise SparkloadError("source_state() is available only inside a running resource")
+    sources: dict[str, Any] = state().setdefault("sources", {})
+    own: dict[str, Any] = sources.setdefault(source, {})
+    return own
+
+
+def resource_state(resource_name: str | None = None) -> dict[str, Any]:
+    """State private to the resource being extracted (or to ``resource_name``)."""
+    name = resource_name or _resource.get()
+    if name is None:
+        raise SparkloadError("resource_state() is available only inside a running resource")
+    resources: dict[str, Any] = source_state().setdefault("resources", {})
+    own: dict[str, Any] = resources.setdefault(name, {})
+    return own
