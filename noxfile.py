@@ -111,6 +111,10 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", "sparkload", "tests", "examples", "benchmarks")
     session.run("ruff", "format", "--check", "sparkload")
     session.run("mypy", "sparkload")
+    # The shared layer under mypy --strict itself (its imports are checked by the run above).
+    session.run("mypy", "--strict", "--follow-imports=silent", "sparkload/common")
+    # Stages depend downward only (the contract in pyproject.toml).
+    session.run("lint-imports")
 
 
 @nox.session

@@ -11,7 +11,7 @@ import engines
 import pytest
 
 import sparkload as sl
-from sparkload.normalize.normalizer import SYSTEM_COLUMNS
+from sparkload.common.system_columns import SYSTEM_COLUMNS
 
 _names = itertools.count()
 AIRFLOW_TESTS = Path(__file__).parent / "airflow"

@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import sparkload as sl
+from sparkload.common.package import NORMALIZE_MANIFEST, LoadPackage
 from sparkload.load import loader as loader_module
 from sparkload.pipeline import pipeline as pipeline_module
 from sparkload.pipeline import state as state_store
-from sparkload.pipeline.package import NORMALIZE_MANIFEST, LoadPackage
 
 DAY0 = datetime.datetime(2024, 3, 1, tzinfo=datetime.timezone.utc)
 EVENTS_PER_DAY = 120

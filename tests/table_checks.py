@@ -14,7 +14,7 @@ from typing import Any
 from conftest import delta_rows, spark_rows
 
 import sparkload as sl
-from sparkload.normalize.normalizer import SYSTEM_COLUMNS
+from sparkload.common.system_columns import SYSTEM_COLUMNS
 
 READERS = (delta_rows, spark_rows)
 # Row bookkeeping; validity columns are data the examples show, so they stay.

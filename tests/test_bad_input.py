@@ -14,9 +14,9 @@ import pytest
 from conftest import delta_rows, delta_version, spark_rows, user_columns
 
 import sparkload as sl
+from sparkload.common.naming import normalize_identifier
+from sparkload.common.package import list_packages
 from sparkload.exceptions import PipelineStepFailed, UnserializableValueError, UnsupportedItemError
-from sparkload.normalize.naming import normalize_identifier
-from sparkload.pipeline.package import list_packages
 
 
 def snapshot(pipeline: sl.Pipeline, table: str) -> tuple[int, list[dict[str, Any]]]:

@@ -24,13 +24,13 @@ import engines
 import pytest
 
 import sparkload as sl
+from sparkload.common.package import list_packages
+from sparkload.common.sql import quote, string_literal
+from sparkload.common.system_columns import SYSTEM_COLUMNS
 from sparkload.engine import capabilities
 from sparkload.exceptions import PipelineStepFailed, SparkloadError
-from sparkload.load.sql import quote, string_literal
 from sparkload.load.table import CatalogTable
-from sparkload.normalize.normalizer import SYSTEM_COLUMNS
 from sparkload.pipeline import state as state_store
-from sparkload.pipeline.package import list_packages
 from sparkload.pipeline.state import STATE_TABLE
 
 _schemas = itertools.count()
@@ -334,7 +334,7 @@ def test_a_history_this_process_cannot_read_stops_the_load_before_any_commit(
 CHILD = """
 import sys
 import sparkload as sl
-from sparkload.load.sql import quote, string_literal
+from sparkload.common.sql import quote, string_literal
 
 home, machine, limit, schema = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 probe = sl.pipeline("probe", destination=sl.destinations.delta(home + "/unused"), pipelines_dir=home)

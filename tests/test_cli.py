@@ -25,9 +25,9 @@ import pytest
 from conftest import delta_rows, user_columns
 
 import sparkload as sl
+from sparkload.common.package import PACKAGES_FOLDER
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.lock import RunLock
-from sparkload.pipeline.package import PACKAGES_FOLDER
 
 UTC = datetime.timezone.utc
 NAME = "shop_pipeline"

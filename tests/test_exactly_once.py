@@ -25,8 +25,8 @@ import deltalake
 import engines
 import pytest
 
-from sparkload.normalize.normalizer import ID, PARENT_ID, SYSTEM_COLUMNS
-from sparkload.pipeline.package import PACKAGES_FOLDER
+from sparkload.common.package import PACKAGES_FOLDER
+from sparkload.common.system_columns import ID, PARENT_ID, SYSTEM_COLUMNS
 from sparkload.pipeline.state import STATE_TABLE, loads_state
 
 CHILD = Path(__file__).with_name("crash_child.py")

@@ -22,10 +22,10 @@ import pytest
 from conftest import delta_history, delta_rows, delta_version, spark_rows, user_columns
 
 import sparkload as sl
+from sparkload.common.folder import Folder
+from sparkload.common.package import EXTRACT_MANIFEST, LoadPackage
 from sparkload.config import ConfigFieldMissingError
 from sparkload.exceptions import PipelineStepFailed
-from sparkload.load.folder import Folder
-from sparkload.pipeline.package import EXTRACT_MANIFEST, LoadPackage
 from sparkload.pipeline.state import read_destination, write_destination
 
 SECRET = "tok-9Qx!7zz-unguessable"

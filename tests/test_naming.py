@@ -1,4 +1,4 @@
-"""Tests for sparkload.normalize.naming: dlt's snake_case naming convention."""
+"""Tests for sparkload.common.naming: dlt's snake_case naming convention."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from sparkload.normalize.naming import (
+from sparkload.common.naming import (
     PATH_SEPARATOR,
     VARIANT_SEPARATOR,
     NameCollision,

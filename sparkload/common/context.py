@@ -46,6 +46,11 @@ _clock: contextvars.ContextVar[datetime.datetime | None] = contextvars.ContextVa
 )
 _source: contextvars.ContextVar[str | None] = contextvars.ContextVar("sparkload_source", default=None)
 _resource: contextvars.ContextVar[str | None] = contextvars.ContextVar("sparkload_resource", default=None)
+# The source whose function is running: resources made inside it take its name as their
+# config section (``sources.<source>.<resource>``).
+_defining_source: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "sparkload_defining_source", default=None
+)
 # The pipeline made last in this process: ``sl.current.pipeline()`` outside a run, as in dlt.
 _last_made: list[PipelineView | None] = [None]
 
@@ -72,6 +77,21 @@ def extraction(
         _state.reset(tokens[1])
         _windows.reset(tokens[2])
         _clock.reset(tokens[3])
+
+
+@contextlib.contextmanager
+def defining_source(source_name: str) -> Iterator[None]:
+    """Name the source whose function is running while it makes its resources."""
+    token = _defining_source.set(source_name)
+    try:
+        yield
+    finally:
+        _defining_source.reset(token)
+
+
+def defining_source_name() -> str | None:
+    """The source whose function is running, or None."""
+    return _defining_source.get()
 
 
 @contextlib.contextmanager

@@ -7,11 +7,12 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from sparkload.common import context
 from sparkload.config import bind_config
 from sparkload.exceptions import ResourceError
 from sparkload.extract.hints import TableHints
 from sparkload.extract.intervals import declared_intervals
-from sparkload.extract.resource import Resource, current_source_name
+from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
 
 TIME_RANGE = {"disposition": "merge", "strategy": "time-range"}
@@ -123,12 +124,9 @@ def source(
         @functools.wraps(f)
         def make_source(*args: Any, **kwargs: Any) -> Source:
             bound = bind_config(f, args, kwargs, sections=("sources", source_name))
-            token = current_source_name.set(source_name)
-            try:
+            with context.defining_source(source_name):
                 produced = f(*bound.args, **bound.kwargs)
                 resources = list(_as_resources(source_name, produced))
-            finally:
-                current_source_name.reset(token)
             return Source(source_name, resources, root_key=root_key, max_table_nesting=max_table_nesting)
 
         return make_source

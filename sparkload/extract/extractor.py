@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import datetime
 import itertools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -14,13 +15,14 @@ from typing import Any
 import orjson
 
 from sparkload.common.context import resource_scope
+from sparkload.common.hints import COLUMN_NAME_OPTIONS, LoadHints, WriteDisposition
+from sparkload.common.naming import RESERVED_TABLE_PREFIX, normalize_path, normalize_table_name
 from sparkload.exceptions import ExtractError, SparkloadError, UnsupportedItemError
-from sparkload.extract.hints import COLUMN_NAME_OPTIONS, TableHints
+from sparkload.extract.hints import TableHints
 from sparkload.extract.items import is_arrow, is_pandas, to_arrow
 from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
 from sparkload.extract.storage import TableFiles
-from sparkload.normalize.naming import RESERVED_TABLE_PREFIX, normalize_path, normalize_table_name
 
 _END = object()
 # Threads for parallelized resources (dlt's default number of extract workers).
@@ -37,13 +39,17 @@ class ExtractedTable:
 
     name: str
     resource: str
-    hints: dict[str, Any]
+    hints: LoadHints
     rows: int = 0
     # The staged NDJSON's schema, inferred while extracting (None: infer at normalize).
     json_schema: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "hints": self.hints.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExtractedTable:
+        return cls(**{**data, "hints": LoadHints.from_dict(data["hints"])})
 
 
 @dataclasses.dataclass
@@ -67,9 +73,13 @@ def normalize_column_path(name: str) -> str:
     return normalize_path([part for part in name.split("__") if part] or [name])
 
 
-def _normalized_options(disposition: dict[str, Any]) -> dict[str, Any]:
-    """Merge options that name columns (``updated_at_name``, ``columns`` …), normalized."""
-    out = dict(disposition)
+def _normalized_options(disposition: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge options that name columns (``updated_at_name``, ``columns`` …), normalized;
+    dates and datetimes (pendulum's too) as ISO text, which the manifest can hold."""
+    out = {
+        name: value.isoformat() if isinstance(value, datetime.date) else value
+        for name, value in disposition.items()
+    }
     for option in COLUMN_NAME_OPTIONS:
         value = out.get(option)
         if isinstance(value, str) and not (option == "columns" and value == "*"):
@@ -79,21 +89,22 @@ def _normalized_options(disposition: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def hints_for_manifest(hints: TableHints, root_key: bool, max_table_nesting: int | None) -> dict[str, Any]:
+def load_hints(hints: TableHints, root_key: bool, max_table_nesting: int | None) -> LoadHints:
+    """A resource's hints as normalize and load take them: the source's defaults applied
+    and column names normalized (hints name columns as the user wrote them)."""
     wd = hints.write_disposition
     nesting = hints.max_table_nesting if hints.max_table_nesting is not None else max_table_nesting
-    # Hints name columns as the user wrote them; tables use normalized names.
-    return {
-        "write_disposition": _normalized_options(wd.to_dict()),
-        "primary_key": [normalize_column_path(k) for k in hints.primary_key],
-        "merge_key": [normalize_column_path(k) for k in hints.merge_key],
-        "columns": {normalize_column_path(name): dict(col) for name, col in hints.columns.items()},
-        "max_table_nesting": nesting,
+    return LoadHints(
+        write_disposition=WriteDisposition(wd.disposition, wd.strategy, _normalized_options(wd.options)),
+        primary_key=tuple(normalize_column_path(k) for k in hints.primary_key),
+        merge_key=tuple(normalize_column_path(k) for k in hints.merge_key),
+        columns={normalize_column_path(name): dict(col) for name, col in hints.columns.items()},
+        max_table_nesting=nesting,
         # Merge tables always carry the root key so deletes can reach nested rows.
-        "root_key": root_key or wd.disposition == "merge",
-        "on_destructive_change": hints.on_destructive_change,
-        "refresh": hints.refresh,
-    }
+        root_key=root_key or wd.disposition == "merge",
+        on_destructive_change=hints.on_destructive_change,
+        refresh=hints.refresh,
+    )
 
 
 class Extractor:
@@ -315,7 +326,7 @@ class Extractor:
                 "sparkload keeps for its own tables (the pipeline state); choose another table_name",
             )
         if name not in self.tables:
-            hints = hints_for_manifest(entry.resource.hints, entry.root_key, entry.max_table_nesting)
+            hints = load_hints(entry.resource.hints, entry.root_key, entry.max_table_nesting)
             self.tables[name] = ExtractedTable(name, entry.resource.name, hints)
         files = self._files.get(name)
         if files is None:

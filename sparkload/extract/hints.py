@@ -6,105 +6,12 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sparkload.common.hints import DATA_TYPES, DESTRUCTIVE_CHANGE_POLICIES, WriteDisposition
 from sparkload.exceptions import ResourceError
 
 TTableName = str | Callable[[Any], str]
 TKey = str | Sequence[str]
 TColumnHints = Mapping[str, Mapping[str, Any]]
-
-DISPOSITIONS = ("append", "replace", "merge")
-MERGE_STRATEGIES = ("delete-insert", "upsert", "insert-only", "scd2", "time-range")
-# Options of the dict form of a merge write disposition, by the strategies that take them.
-SCD2_OPTIONS = (
-    # dlt's names
-    "validity_column_names",
-    "active_record_timestamp",
-    "boundary_timestamp",
-    "row_version_column_name",
-    # SQLMesh's names
-    "updated_at_name",
-    "updated_at_as_valid_from",
-    "columns",
-    "execution_time_as_valid_from",
-    "invalidate_hard_deletes",
-    "valid_from_name",
-    "valid_to_name",
-)
-MERGE_OPTIONS = {
-    "delete-insert": ("deduplicated", "sequence_by"),
-    "upsert": ("sequence_by",),
-    "insert-only": ("deduplicated",),
-    "scd2": SCD2_OPTIONS,
-    # the window comes from the resource's intervals argument, not from options
-    "time-range": (),
-}
-# Options whose values name columns (normalized like column names before loading).
-COLUMN_NAME_OPTIONS = (
-    "sequence_by",
-    "validity_column_names",
-    "row_version_column_name",
-    "updated_at_name",
-    "columns",
-    "valid_from_name",
-    "valid_to_name",
-)
-# Column hints sparkload understands; others are kept and ignored, as dlt does.
-# What a load does when it would change a table destructively (SQLMesh's setting).
-DESTRUCTIVE_CHANGE_POLICIES = ("error", "warn", "allow")
-DATA_TYPES = ("text", "bigint", "double", "bool", "decimal", "date", "timestamp", "binary", "time", "json")
-
-
-@dataclasses.dataclass(frozen=True)
-class WriteDisposition:
-    """A parsed write disposition: ``"merge"`` or ``{"disposition": "merge", ...}``."""
-
-    disposition: str = "append"
-    strategy: str | None = None
-    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-
-    @classmethod
-    def parse(cls, value: str | Mapping[str, Any] | WriteDisposition | None) -> WriteDisposition:
-        if value is None:
-            return cls()
-        if isinstance(value, WriteDisposition):
-            return value
-        if isinstance(value, str):
-            spec: dict[str, Any] = {"disposition": value}
-        elif isinstance(value, Mapping):
-            spec = dict(value)
-        else:
-            raise ResourceError(f"write_disposition must be a string or a dict, got {value!r}")
-        disposition = spec.pop("disposition", None)
-        if disposition not in DISPOSITIONS:
-            raise ResourceError(
-                f"write_disposition must be one of {', '.join(DISPOSITIONS)}, got {disposition!r}"
-            )
-        strategy = spec.pop("strategy", None)
-        if disposition == "merge":
-            strategy = strategy or "delete-insert"
-            if strategy not in MERGE_STRATEGIES:
-                raise ResourceError(
-                    f"merge strategy must be one of {', '.join(MERGE_STRATEGIES)}, got {strategy!r}"
-                )
-            allowed = MERGE_OPTIONS[strategy]
-            unknown = sorted(set(spec) - set(allowed))
-            if unknown:
-                raise ResourceError(
-                    f"merge strategy {strategy!r} takes no option {', '.join(map(repr, unknown))}; "
-                    f"it takes {', '.join(allowed)}"
-                )
-        elif strategy is not None:
-            raise ResourceError(f"a strategy applies only to merge, not to {disposition!r}")
-        elif spec:
-            raise ResourceError(f"write disposition {disposition!r} takes no options, got {sorted(spec)}")
-        return cls(disposition, strategy, spec)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"disposition": self.disposition}
-        if self.strategy:
-            out["strategy"] = self.strategy
-        out.update(self.options)
-        return out
 
 
 def destructive_change_policy(value: str | None) -> str | None:
@@ -217,6 +124,3 @@ class TableHints:
     def starts_over(self) -> bool:
         """Whether a run starts the cursors over: a replace does in dlt, and so does a refresh."""
         return self.refresh or self.write_disposition.disposition == "replace"
-
-    def column_names_with(self, hint: str) -> tuple[str, ...]:
-        return tuple(name for name, hints in self.columns.items() if hints.get(hint))

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import contextvars
 import copy
 import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from sparkload.common import context
+from sparkload.common.hints import WriteDisposition
 from sparkload.config import bind_config
 from sparkload.exceptions import ResourceError, SparkloadError
-from sparkload.extract.hints import TableHints, TTableName, WriteDisposition
+from sparkload.extract.hints import TableHints, TTableName
 from sparkload.extract.incremental import Incremental, bind_incrementals, declares_incremental
 from sparkload.extract.intervals import bind_intervals, declared_intervals
 from sparkload.extract.items import iterate_any
 from sparkload.extract.pipes import Step, apply_steps
-
-# The name of the source whose function is running, so resources created inside it
-# resolve config from ``sources.<source>.<resource>``.
-current_source_name: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "sparkload_current_source", default=None
-)
 
 
 class Resource:
@@ -48,7 +42,7 @@ class Resource:
         self.hints = hints
         self.selected = selected
         self.parallelized = parallelized
-        self.section = section if section is not None else current_source_name.get()
+        self.section = section if section is not None else context.defining_source_name()
         # A function not called yet (resolved with config at extract), or data to iterate.
         self._func: Callable[..., Any] | None = data if _is_function(data) else None
         self._data: Any = None if self._func is not None else data

@@ -20,33 +20,21 @@ from typing import Any
 
 import orjson
 
+from sparkload.common.tags import (
+    TAG,
+    TAG_BIGINT,
+    TAG_BINARY,
+    TAG_DATE,
+    TAG_DECIMAL,
+    TAG_DOUBLE,
+    TAG_STRING,
+    TAG_TIME,
+    TAG_TIMESTAMP,
+)
 from sparkload.exceptions import UnserializableValueError
 
-TAG = "\x00"
-TAG_TIMESTAMP = TAG + "Z"
-TAG_DATE = TAG + "D"
-TAG_TIME = TAG + "T"
-TAG_DECIMAL = TAG + "N"
-TAG_BINARY = TAG + "B"
-TAG_STRING = TAG + "S"  # a real string that happens to start with NUL
-# Integers beyond ±2**53: JSON readers parse them as doubles when a column also has
-# floats, so they travel as tagged text and become bigint again in Spark.
-TAG_BIGINT = TAG + "I"
 _SAFE_INT = 2**53 - 1
 _INT64 = range(-(2**63), 2**63)  # what a bigint column holds
-# NaN, +inf and -inf, which orjson would write as null: a value lost without a word. They
-# travel as "NaN", "Infinity" or "-Infinity", the spellings Spark casts back to a double.
-TAG_DOUBLE = TAG + "F"
-
-TAGS = {
-    TAG_TIMESTAMP: "timestamp",
-    TAG_DATE: "date",
-    TAG_TIME: "time",
-    TAG_DECIMAL: "decimal",
-    TAG_BINARY: "binary",
-    TAG_BIGINT: "bigint",
-    TAG_DOUBLE: "double",
-}
 
 _OPTIONS = (
     orjson.OPT_APPEND_NEWLINE

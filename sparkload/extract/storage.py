@@ -15,10 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sparkload.extract.serialize import TAG_STRING, TAG_TIME
+from sparkload.common.package import ARROW_DIR, JSON_DIR
+from sparkload.common.tags import TAG_STRING, TAG_TIME
 
-JSON_DIR = "json"
-ARROW_DIR = "arrow"
 _FLUSH_BYTES = 4 * 1024 * 1024
 # Small enough that the schema of a finished file is inferred while the next one is written.
 _ROTATE_BYTES = 16 * 1024 * 1024

@@ -14,16 +14,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from sparkload.common.folder import Folder
+from sparkload.common.naming import RESERVED_TABLE_PREFIX
+from sparkload.common.package import PACKAGES_FOLDER
+from sparkload.common.sql import quote
 from sparkload.load import delta_log
-from sparkload.load.folder import Folder
-from sparkload.load.sql import quote
 from sparkload.load.table import CatalogTable, DeltaTable, PathTable
-from sparkload.normalize.naming import RESERVED_TABLE_PREFIX
 
 # sparkload's own tables and folders in a dataset (the state table, staged packages):
 # never a resource's table.
 SYSTEM_PREFIX = RESERVED_TABLE_PREFIX
-PACKAGES_FOLDER = "_sparkload_packages"
 
 
 class Dataset:

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pyarrow.fs as pafs
 
-from sparkload.load.folder import filesystem
+from sparkload.common.folder import filesystem
 
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 

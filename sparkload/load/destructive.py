@@ -26,8 +26,8 @@ from typing import Any
 
 from pyspark.sql import types as T
 
+from sparkload.common.hints import DATA_TYPES, LoadHints
 from sparkload.exceptions import DestructiveChangeError
-from sparkload.extract.hints import DATA_TYPES
 from sparkload.normalize.normalizer import NormalizedTable
 
 logger = logging.getLogger(__name__)
@@ -81,22 +81,21 @@ def variant_changes(table: NormalizedTable, destination: T.StructType | None) ->
     return changes
 
 
-def key_changes(
-    table: str, hints: Mapping[str, Any], recorded: Mapping[str, Any] | None
-) -> list[DestructiveChange]:
+def key_changes(table: str, hints: LoadHints, recorded: Mapping[str, Any] | None) -> list[DestructiveChange]:
     """Keys that differ from those the table was loaded with (adding keys is additive)."""
     if not recorded:
         return []
     changes = []
     for hint in _KEY_HINTS:
-        old, new = list(recorded.get(hint) or []), list(hints.get(hint) or [])
+        old, new = list(recorded.get(hint) or []), keys_of(hints)[hint]
         if old and new and old != new:
             changes.append(DestructiveChange(table, f"{hint.replace('_', ' ')} changes from {old} to {new}"))
     return changes
 
 
-def keys_of(hints: Mapping[str, Any]) -> dict[str, list[str]]:
-    return {hint: list(hints.get(hint) or []) for hint in _KEY_HINTS}
+def keys_of(hints: LoadHints) -> dict[str, list[str]]:
+    """The keys a table is loaded with, as the state records them."""
+    return {"primary_key": list(hints.primary_key), "merge_key": list(hints.merge_key)}
 
 
 def enforce(changes: Iterable[DestructiveChange], policy_of: Mapping[str, str]) -> list[str]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from sparkload.common.sql import quote
+from sparkload.common.system_columns import ID
 from sparkload.load.schema_check import align_to_table, check_types
-from sparkload.load.sql import quote
 from sparkload.load.table import DeltaTable
-from sparkload.normalize.normalizer import ID
 
 
 def append(table: DeltaTable, df: DataFrame, load_id: str) -> None:

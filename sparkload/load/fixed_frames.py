@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from sparkload.load.folder import Folder
+from sparkload.common.folder import Folder
 
 # Written after the frame's files: a frame without it is an attempt a crash cut short.
 _SCHEMA_FILE = "_schema.json"

@@ -18,12 +18,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.sql import qualified, quote
+from sparkload.common.system_columns import ID
 from sparkload.exceptions import LoadError
 from sparkload.load import dispositions, merge_sql, sequence
 from sparkload.load.commits import TableCommit
 from sparkload.load.merge_family import MergeFamily, add_children, no_ids, replace_children
-from sparkload.load.sql import qualified, quote
-from sparkload.normalize.normalizer import ID
 
 
 def prepare(family: MergeFamily) -> list[TableCommit]:

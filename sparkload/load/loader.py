@@ -17,6 +17,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from sparkload.common.hints import LoadHints
+from sparkload.common.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPackage
+from sparkload.common.side_by_side import run_side_by_side
+from sparkload.common.sql import quote
+from sparkload.common.system_columns import LOAD_ID
 from sparkload.load import destructive, dispositions, keyed_merge, merge_sql, scd2, sequence, time_range
 from sparkload.load.commits import TableCommit
 from sparkload.load.dataset import Dataset
@@ -25,11 +30,8 @@ from sparkload.load.merge_config import merge_config
 from sparkload.load.merge_family import MergeFamily
 from sparkload.load.retry import with_commit_retry
 from sparkload.load.schema_check import check_types, nullable_schema
-from sparkload.load.sql import quote
 from sparkload.load.table import DeltaTable
-from sparkload.normalize.normalizer import LOAD_ID, NormalizedTable
-from sparkload.pipeline.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPackage
-from sparkload.side_by_side import run_side_by_side
+from sparkload.normalize.normalizer import NormalizedTable
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +84,7 @@ class Loader:
         self.load_id = package.load_id
         manifest = package.read(NORMALIZE_MANIFEST)
         self.tables = [NormalizedTable.from_dict(t) for t in manifest["tables"]]
-        self.hints: dict[str, dict[str, Any]] = manifest["hints"]
+        self.hints = {root: LoadHints.from_dict(hints) for root, hints in manifest["hints"].items()}
         self.execution_time = datetime.datetime.fromisoformat(manifest["execution_time"])
         self.done: dict[str, dict[str, Any]] = (
             package.read(LOADED_MANIFEST) if package.has(LOADED_MANIFEST) else {}
@@ -128,32 +130,30 @@ class Loader:
         changes: list[destructive.DestructiveChange] = []
         policy_of: dict[str, str] = {}
         for root, hints in self.hints.items():
-            disposition = hints["write_disposition"]["disposition"]
             family = [t for t in self.tables if t.root == root]
+            policy = hints.on_destructive_change or self.on_destructive_change
             for table in family:
-                policy_of[table.name] = hints.get("on_destructive_change") or self.on_destructive_change
-            policy_of.setdefault(root, hints.get("on_destructive_change") or self.on_destructive_change)
-            if disposition == "replace" or hints.get("refresh"):
+                policy_of[table.name] = policy
+            policy_of.setdefault(root, policy)
+            if hints.rebuilds:
                 continue  # the table is rebuilt from this load: nothing of it is destroyed
             for table in family:
                 schema = self.dataset.table(table.name).schema()
                 changes += destructive.variant_changes(table, schema)
-            if disposition == "merge":
+            if hints.disposition == "merge":
                 changes += destructive.key_changes(root, hints, self.recorded_keys.get(root))
         return destructive.enforce(changes, policy_of)
 
     # -- one root table and its nested tables ---------------------------------------------
     def _prepare_family(
-        self, root: str, family: list[NormalizedTable], hints: dict[str, Any]
+        self, root: str, family: list[NormalizedTable], hints: LoadHints
     ) -> list[TableCommit]:
-        wd = hints["write_disposition"]
-        declared = disposition = wd["disposition"]
-        primary_key = list(hints.get("primary_key") or [])
-        merge_key = list(hints.get("merge_key") or [])
-        strategy = wd.get("strategy") or "delete-insert"
-        if disposition == "merge" and strategy == "delete-insert" and not (primary_key or merge_key):
+        declared = disposition = hints.disposition
+        strategy = hints.strategy
+        keyless = not (hints.primary_key or hints.merge_key)
+        if disposition == "merge" and strategy == "delete-insert" and keyless:
             declared = disposition = "append"  # dlt: merge without keys falls back to append
-        refresh = bool(hints.get("refresh"))
+        refresh = hints.refresh
         if refresh and disposition == "append":
             disposition = "replace"  # a refreshed append table holds this load's rows alone
         existing = self.dataset.table_names()
@@ -207,7 +207,7 @@ class Loader:
         root: str,
         family: list[NormalizedTable],
         frames: dict[str, DataFrame],
-        hints: dict[str, Any],
+        hints: LoadHints,
         existing_children: list[str],
         refresh: bool = False,
     ) -> list[TableCommit]:
@@ -230,11 +230,12 @@ class Loader:
             and (root_info.distinct_keys is None or root_info.distinct_keys < root_info.rows),
         )
         if config.strategy == "time-range":
-            prepared = time_range.prepare(merging, time_range.TimeRange.from_hints(hints))
+            window = time_range.TimeRange.from_hints(hints)
+            prepared = time_range.prepare(merging, window)
             if prepared.outside:
                 note = (
                     f"table '{root}': {prepared.outside} rows outside the window "
-                    f"{hints['time_range']['start']} – {hints['time_range']['end']} were not loaded"
+                    f"{window.start.isoformat()} – {window.end.isoformat()} were not loaded"
                 )
                 logger.warning(note)
                 self.notes.append(note)

@@ -1,9 +1,11 @@
-"""What a merge load must do, read once from the resource's hints and checked before loading.
+"""What a merge load must do, read once from a table's hints.
 
-The hints arrive from the package manifest with column names already normalized; this
-module turns them into one typed object the merge strategies share, and refuses
-combinations that cannot mean anything (upsert without a primary key, a sequence column
-on insert-only …) with a message naming the table.
+The hints arrive with column names already normalized; this module turns them into one
+typed object the merge strategies share, and refuses combinations that cannot mean
+anything (upsert without a primary key, a sequence column on insert-only …) with a
+message naming the table. The pipeline runs the same reading (:func:`check_merge_hints`)
+when it plans an extract and again before a package is committed to be loaded, so a bad
+combination fails before anything is written and never leaves a package behind.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pendulum
-
-from sparkload.exceptions import LoadError
+from sparkload.common.hints import LoadHints
+from sparkload.common.time import as_utc
+from sparkload.exceptions import ResourceError
 
 DEFAULT_VALIDITY_COLUMNS = ("_sparkload_valid_from", "_sparkload_valid_to")
 # SQLMesh's "the beginning of time" for the first versions of records.
@@ -66,15 +68,21 @@ class MergeConfig:
         return None
 
 
-def merge_config(table: str, hints: Mapping[str, Any], execution_time: datetime.datetime) -> MergeConfig:
-    wd = hints["write_disposition"]
-    strategy = wd.get("strategy") or "delete-insert"
-    columns: Mapping[str, Mapping[str, Any]] = hints.get("columns") or {}
+def check_merge_hints(table: str, hints: LoadHints) -> None:
+    """Raise the error a load of ``table`` with ``hints`` would raise for its merge hints."""
+    if hints.disposition == "merge":
+        merge_config(table, hints, EPOCH)
+
+
+def merge_config(table: str, hints: LoadHints, execution_time: datetime.datetime) -> MergeConfig:
+    wd = hints.options
+    strategy = hints.strategy
+    columns = hints.columns
     config = MergeConfig(
         table=table,
         strategy=strategy,
-        primary_key=tuple(hints.get("primary_key") or ()),
-        merge_key=tuple(hints.get("merge_key") or ()),
+        primary_key=hints.primary_key,
+        merge_key=hints.merge_key,
         deduplicated=wd.get("deduplicated", True) is not False,
         hard_delete=_single_column(table, columns, "hard_delete"),
         dedup_sort=_dedup_sort(table, columns),
@@ -87,7 +95,7 @@ def merge_config(table: str, hints: Mapping[str, Any], execution_time: datetime.
 
 def _check(config: MergeConfig) -> None:
     def fail(problem: str) -> None:
-        raise LoadError(f"table '{config.table}': {problem}")
+        raise ResourceError(f"table '{config.table}': {problem}")
 
     strategy = config.strategy
     if strategy in ("upsert", "insert-only") and not config.primary_key:
@@ -108,7 +116,7 @@ def _check(config: MergeConfig) -> None:
 def _single_column(table: str, columns: Mapping[str, Mapping[str, Any]], hint: str) -> str | None:
     named = [name for name, col in columns.items() if col.get(hint)]
     if len(named) > 1:
-        raise LoadError(f"table '{table}': only one column may carry the {hint} hint, got {named}")
+        raise ResourceError(f"table '{table}': only one column may carry the {hint} hint, got {named}")
     return named[0] if named else None
 
 
@@ -118,7 +126,7 @@ def _dedup_sort(table: str, columns: Mapping[str, Mapping[str, Any]]) -> tuple[s
         return None
     direction = str(columns[name]["dedup_sort"])
     if direction not in ("asc", "desc"):
-        raise LoadError(f"table '{table}', column '{name}': dedup_sort must be 'asc' or 'desc'")
+        raise ResourceError(f"table '{table}', column '{name}': dedup_sort must be 'asc' or 'desc'")
     return name, direction
 
 
@@ -126,7 +134,7 @@ def _sequence_by(table: str, wd: Mapping[str, Any], columns: Mapping[str, Mappin
     from_hint = _single_column(table, columns, "sequence_by")
     from_option = wd.get("sequence_by")
     if from_hint and from_option and from_hint != from_option:
-        raise LoadError(
+        raise ResourceError(
             f"table '{table}': sequence_by names '{from_option}' but the column hint marks '{from_hint}'"
         )
     return from_option or from_hint
@@ -135,7 +143,7 @@ def _sequence_by(table: str, wd: Mapping[str, Any], columns: Mapping[str, Mappin
 def _scd2(table: str, wd: Mapping[str, Any], execution_time: datetime.datetime) -> Scd2Config:
     names = list(wd.get("validity_column_names") or DEFAULT_VALIDITY_COLUMNS)
     if len(names) != 2:
-        raise LoadError(f"table '{table}': validity_column_names needs two names, got {names}")
+        raise ResourceError(f"table '{table}': validity_column_names needs two names, got {names}")
     valid_from = wd.get("valid_from_name") or names[0]
     valid_to = wd.get("valid_to_name") or names[1]
     check = wd.get("columns")
@@ -150,7 +158,7 @@ def _scd2(table: str, wd: Mapping[str, Any], execution_time: datetime.datetime) 
         wd.get(o)
         for o in ("updated_at_as_valid_from", "execution_time_as_valid_from", "invalidate_hard_deletes")
     ):
-        raise LoadError(
+        raise ResourceError(
             f"table '{table}': updated_at_as_valid_from, execution_time_as_valid_from and "
             "invalidate_hard_deletes belong to SCD Type 2 by time (updated_at_name) or by column (columns)"
         )
@@ -178,21 +186,4 @@ def _names(value: str | Sequence[str]) -> tuple[str, ...]:
 
 def _timestamp(table: str, option: str, value: Any) -> datetime.datetime | None:
     """A date, datetime or ISO string as an aware UTC datetime (naive values are UTC)."""
-    if value is None:
-        return None
-    try:
-        if isinstance(value, datetime.datetime):
-            parsed = value
-        elif isinstance(value, datetime.date):
-            parsed = datetime.datetime(value.year, value.month, value.day)
-        else:
-            parsed = pendulum.parse(str(value))  # type: ignore[assignment]
-            if not isinstance(parsed, datetime.datetime):
-                raise ValueError(f"not a date or timestamp: {value!r}")
-    except (ValueError, pendulum.parsing.exceptions.ParserError) as exc:
-        raise LoadError(f"table '{table}': {option} must be a date or timestamp, got {value!r}") from exc
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
-    utc = parsed.astimezone(datetime.timezone.utc)
-    # a plain datetime (not pendulum's subclass), as the engine and the state expect
-    return datetime.datetime(*utc.timetuple()[:6], utc.microsecond, tzinfo=datetime.timezone.utc)
+    return None if value is None else as_utc(value, f"table '{table}': {option}")

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
+from sparkload.common.sql import conjunction, qualified, quote
+from sparkload.common.system_columns import LOAD_ID
 from sparkload.engine.settings import session_settings
 from sparkload.load.schema_check import align_to_table, check_types
-from sparkload.load.sql import conjunction, qualified, quote
 from sparkload.load.table import DeltaTable
-from sparkload.normalize.normalizer import LOAD_ID
 
 SOURCE, TARGET = "s", "t"
 _views = itertools.count()

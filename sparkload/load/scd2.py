@@ -23,14 +23,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.sql import quote
+from sparkload.common.system_columns import ID, LOAD_ID, PARENT_ID, ROOT_ID, SYSTEM_COLUMNS
 from sparkload.exceptions import LoadError
 from sparkload.load import dispositions, merge_sql
 from sparkload.load.commits import TableCommit
 from sparkload.load.merge_config import EPOCH, Scd2Config
 from sparkload.load.merge_family import MergeFamily, add_children, of_roots
-from sparkload.load.sql import quote
 from sparkload.load.table import DeltaTable
-from sparkload.normalize.normalizer import ID, LOAD_ID, PARENT_ID, ROOT_ID, SYSTEM_COLUMNS
 
 _HASH = "__sparkload_row_hash"
 _T_ID, _T_FROM = "__sparkload_target_id", "__sparkload_target_from"

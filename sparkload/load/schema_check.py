@@ -11,8 +11,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.sql import quote
 from sparkload.exceptions import SchemaConflictError
-from sparkload.load.sql import quote
 
 
 def check_types(df: DataFrame, destination: T.StructType | None, table: str) -> None:

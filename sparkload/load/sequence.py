@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from sparkload.common.sql import qualified, quote
+from sparkload.common.system_columns import LOAD_ID
 from sparkload.load import dispositions, merge_sql
 from sparkload.load.commits import TableCommit
-from sparkload.load.sql import qualified, quote
 from sparkload.load.table import DeltaTable
-from sparkload.normalize.normalizer import LOAD_ID
 
 _STORED = "__sparkload_stored_sequence"
 

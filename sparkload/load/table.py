@@ -20,10 +20,10 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
+from sparkload.common.sql import delta_path, quote
 from sparkload.engine.capabilities import commit_history
 from sparkload.exceptions import LoadError
 from sparkload.load import delta_log
-from sparkload.load.sql import delta_path, quote
 
 # Bytes per data file a write aims at (the engine cuts files of a partition at this size).
 TARGET_FILE_SIZE = 16 * 1024 * 1024

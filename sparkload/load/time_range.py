@@ -16,44 +16,35 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-from collections.abc import Mapping
-from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.hints import LoadHints, TimeRangeSpec
+from sparkload.common.sql import conjunction, qualified, quote, string_literal, timestamp_literal
+from sparkload.common.system_columns import ID
 from sparkload.exceptions import LoadError
 from sparkload.load import merge_sql
 from sparkload.load.commits import TableCommit
 from sparkload.load.merge_family import MergeFamily, no_ids, replace_children
 from sparkload.load.schema_check import align_to_table, check_types
-from sparkload.load.sql import conjunction, qualified, quote, string_literal, timestamp_literal
 from sparkload.load.table import DeltaTable
-from sparkload.normalize.normalizer import ID
 
 
 @dataclasses.dataclass(frozen=True)
-class TimeRange:
-    column: str
-    start: datetime.datetime
-    end: datetime.datetime
-    time_format: str | None  # a text column holds times in this strftime format
+class TimeRange(TimeRangeSpec):
+    """The window a time-range merge replaces, with what the load needs of it in Spark."""
 
     @classmethod
-    def from_hints(cls, hints: Mapping[str, Any]) -> TimeRange:
-        spec = hints.get("time_range")
+    def from_hints(cls, hints: LoadHints) -> TimeRange:
+        spec = hints.time_range
         if spec is None:
             raise LoadError(
                 "the time-range strategy takes its window from the resource's intervals "
                 "argument: declare one, e.g. window=sl.sources.intervals('ts', start=...)"
             )
-        return cls(
-            spec["column"],
-            datetime.datetime.fromisoformat(spec["start"]),
-            datetime.datetime.fromisoformat(spec["end"]),
-            spec.get("format"),
-        )
+        return cls(spec.column, spec.start, spec.end, spec.time_format)
 
     def _kind(self, table: str, data_type: T.DataType) -> str:
         if isinstance(data_type, T.TimestampType):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pyspark.sql import Column
 from pyspark.sql import types as T
 
-from sparkload.normalize.naming import (
+from sparkload.common.naming import (
     NameCollision,
     make_path,
     normalize_identifier,

@@ -23,9 +23,9 @@ from typing import Any
 import orjson
 from pyspark.sql import types as T
 
-from sparkload.extract.serialize import TAG, TAG_BIGINT, TAG_DECIMAL, TAG_DOUBLE, TAGS
+from sparkload.common.naming import normalize_path
+from sparkload.common.tags import TAG, TAG_BIGINT, TAG_DECIMAL, TAG_DOUBLE, TAGS
 from sparkload.normalize.columns import VARIANT_KEY_MARK
-from sparkload.normalize.naming import normalize_path
 
 Path_ = tuple[str, ...]
 

@@ -18,10 +18,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.naming import variant_column_name
+from sparkload.common.sql import quote
+from sparkload.common.tags import TAG_DECIMAL
 from sparkload.exceptions import NormalizeError, SchemaConflictError
-from sparkload.extract.serialize import TAG_DECIMAL
-from sparkload.load.sql import quote
-from sparkload.normalize.naming import variant_column_name
 from sparkload.normalize.types import (
     KIND_TYPE,
     STRING_KINDS,

@@ -22,9 +22,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.hints import LoadHints
+from sparkload.common.package import ARROW_DIR, JSON_DIR
+from sparkload.common.sql import quote
+from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
 from sparkload.exceptions import NormalizeError
-from sparkload.extract.storage import ARROW_DIR, JSON_DIR
-from sparkload.load.sql import quote
 from sparkload.normalize.columns import Flattened, NestedList, flatten, flatten_element
 from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_types, split_conflicts
 from sparkload.normalize.infer import ColumnSpec, infer_columns
@@ -32,12 +34,6 @@ from sparkload.normalize.json_schema import INFER_ALL
 
 logger = logging.getLogger(__name__)
 
-ID = "_sparkload_id"
-LOAD_ID = "_sparkload_load_id"
-PARENT_ID = "_sparkload_parent_id"
-LIST_IDX = "_sparkload_list_idx"
-ROOT_ID = "_sparkload_root_id"
-SYSTEM_COLUMNS = (ID, LOAD_ID, PARENT_ID, LIST_IDX, ROOT_ID)
 _NESTED_PREFIX = "__nested__"
 
 
@@ -72,16 +68,16 @@ class TableNormalizer:
         self,
         spark: SparkSession,
         load_id: str,
-        hints: Mapping[str, Any],
+        hints: LoadHints,
         destination_schema: Callable[[str], T.StructType | None],
     ) -> None:
         self.spark = spark
         self.load_id = load_id
         self.hints = hints
         self.destination_schema = destination_schema
-        self.max_nesting: int | None = hints.get("max_table_nesting")
-        self.root_key: bool = bool(hints.get("root_key"))
-        self.column_hints: Mapping[str, Mapping[str, Any]] = hints.get("columns", {})
+        self.max_nesting = hints.max_table_nesting
+        self.root_key = hints.root_key
+        self.column_hints = hints.columns
 
     def normalize(
         self, table: str, extracted: Path, out_uri: str, json_schema: str | None = None
@@ -188,8 +184,8 @@ class TableNormalizer:
         is_root = parent is None
         hints = self.column_hints if is_root else {}
         keys: tuple[str, ...] = ()
-        if is_root and self.hints.get("write_disposition", {}).get("disposition") == "merge":
-            keys = tuple(self.hints.get("primary_key", ()))
+        if is_root and self.hints.disposition == "merge":
+            keys = self.hints.primary_key
         specs, rows, distinct_keys = infer_columns(
             staged, name, leaves, hints, self.destination_schema(name), required=keys
         )

@@ -17,7 +17,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkload.extract.serialize import (
+from sparkload.common.tags import (
     TAG,
     TAG_BIGINT,
     TAG_BINARY,

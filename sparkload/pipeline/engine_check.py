@@ -15,8 +15,8 @@ import threading
 import uuid
 from typing import Any
 
+from sparkload.common.folder import Folder
 from sparkload.exceptions import EngineError
-from sparkload.load.folder import Folder
 
 logger = logging.getLogger(__name__)
 _lock = threading.Lock()

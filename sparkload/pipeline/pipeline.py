@@ -18,6 +18,18 @@ from typing import Any, TypeVar, cast
 
 from sparkload import destinations
 from sparkload.common import context
+from sparkload.common.folder import Folder
+from sparkload.common.hints import TimeRangeSpec
+from sparkload.common.naming import normalize_table_name
+from sparkload.common.package import (
+    EXTRACT_MANIFEST,
+    LOADED_MANIFEST,
+    NORMALIZE_MANIFEST,
+    PLANNED_MANIFEST,
+    LoadPackage,
+    list_packages,
+)
+from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.time import Window, as_utc
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
@@ -29,16 +41,14 @@ from sparkload.extract.extractor import (
     Extractor,
     ExtractPlanItem,
     every_entry,
-    hints_for_manifest,
+    load_hints,
     normalize_column_path,
 )
 from sparkload.extract.hints import destructive_change_policy
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset
-from sparkload.load.folder import Folder
 from sparkload.load.loader import Loader
 from sparkload.normalize.json_schema import SchemaInference
-from sparkload.normalize.naming import normalize_table_name
 from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
 from sparkload.pipeline import pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import state as state_store
@@ -47,22 +57,13 @@ from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_plan import build_plan
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
 from sparkload.pipeline.lock import OvertakenPackageError, RunLock, check_not_overtaken
-from sparkload.pipeline.package import (
-    EXTRACT_MANIFEST,
-    LOADED_MANIFEST,
-    NORMALIZE_MANIFEST,
-    PLANNED_MANIFEST,
-    LoadPackage,
-    list_packages,
-)
 from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import Progress
 from sparkload.pipeline.trace import PipelineTrace
-from sparkload.side_by_side import run_side_by_side
 
 logger = logging.getLogger(__name__)
 
-# Tables normalized at once (each is a few engine calls; see side_by_side.py).
+# Tables normalized at once (each is a few engine calls; see common/side_by_side.py).
 _CONCURRENT_TABLES = 4
 
 
@@ -357,6 +358,7 @@ class Pipeline:
         try:
             plan = build_plan(data, self.pipeline_name, args.table_name, args.hint_changes)
             schedule.refuse_time_ranges_without_intervals(plan)
+            schedule.refuse_bad_hint_combinations(plan)
             counted_from = self._extract_base()
             restated = None
             if restate:
@@ -389,6 +391,7 @@ class Pipeline:
                 raise
             for name, schema in inference.results().items():
                 tables[name].json_schema = schema
+            schedule.refuse_bad_table_hints(tables.values())
             _add_empty_replace_tables(batch.plan, tables, batch.windows)
             _add_time_ranges(batch.plan, tables, batch.windows)
             schedule.record_windows(working_state, batch, schedule.sources_by_resource(plan))
@@ -441,13 +444,14 @@ class Pipeline:
 
     def _normalize_package(self, package: LoadPackage, staged: LoadPackage) -> None:
         manifest = package.read(EXTRACT_MANIFEST)
-        hints = {extracted["name"]: extracted["hints"] for extracted in manifest["tables"]}
+        extracted_tables = [ExtractedTable.from_dict(data) for data in manifest["tables"]]
+        hints = {extracted.name: extracted.hints.to_dict() for extracted in extracted_tables}
         # Tables normalize independently of each other: side by side, so that the engine
         # calls of many small tables overlap.
         tasks = [
             functools.partial(self._normalize_table, package, staged, extracted)
-            for extracted in manifest["tables"]
-            if extracted["rows"]
+            for extracted in extracted_tables
+            if extracted.rows
         ]
         normalized = run_side_by_side(tasks, _CONCURRENT_TABLES, "normalize")
         tables = [table.to_dict() for family in normalized for table in family]
@@ -464,28 +468,26 @@ class Pipeline:
         )
 
     def _normalize_table(
-        self, package: LoadPackage, staged: LoadPackage, extracted: dict[str, Any]
+        self, package: LoadPackage, staged: LoadPackage, extracted: ExtractedTable
     ) -> list[NormalizedTable]:
         """One extracted table, with its nested tables."""
-        name = extracted["name"]
-        replacing = extracted["hints"]["write_disposition"]["disposition"] == "replace" or bool(
-            extracted["hints"].get("refresh")
-        )
+        name = extracted.name
+        replacing = extracted.hints.rebuilds
 
         def destination_schema(table: str) -> Any:
             # A replaced table takes the load's types; other tables keep theirs.
             return None if replacing else self.dataset.table(table).schema()
 
-        normalizer = TableNormalizer(self.spark, package.load_id, extracted["hints"], destination_schema)
+        normalizer = TableNormalizer(self.spark, package.load_id, extracted.hints, destination_schema)
         try:
             return normalizer.normalize(
-                name, package.extracted_table_dir(name), staged.normalized_uri, extracted.get("json_schema")
+                name, package.extracted_table_dir(name), staged.normalized_uri, extracted.json_schema
             )
         except SparkloadError:
             raise
         except Exception as exc:
             raise NormalizeError(
-                f"table '{name}' (resource '{extracted['resource']}'): {exc}. The extracted "
+                f"table '{name}' (resource '{extracted.resource}'): {exc}. The extracted "
                 "package stays in the working directory and the next run retries it; "
                 "pipeline.drop_pending_packages() discards it"
             ) from exc
@@ -651,14 +653,14 @@ def _add_empty_replace_tables(
             continue
         name = normalize_table_name(str(resource.table_name))
         if name not in tables:
-            hints = hints_for_manifest(resource.hints, entry.root_key, entry.max_table_nesting)
+            hints = load_hints(resource.hints, entry.root_key, entry.max_table_nesting)
             tables[name] = ExtractedTable(name, resource.name, hints, 0)
 
 
 def _record_keys(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> None:
     """Remember the keys each merged table is loaded with: changing them is destructive."""
     for table in tables:
-        if table.rows and table.hints["write_disposition"]["disposition"] == "merge":
+        if table.rows and table.hints.disposition == "merge":
             state.setdefault(destructive.KEYS_STATE, {})[table.name] = destructive.keys_of(table.hints)
 
 
@@ -672,12 +674,10 @@ def _add_time_ranges(
         spec = specs.get(table.resource)
         if window is None or spec is None:
             continue
-        table.hints["time_range"] = {
-            "column": normalize_column_path(spec.time_column),
-            "start": window.start.isoformat(),
-            "end": window.end.isoformat(),
-            "format": spec.time_column_format,
-        }
+        time_range = TimeRangeSpec(
+            normalize_column_path(spec.time_column), window.start, window.end, spec.time_column_format
+        )
+        table.hints = dataclasses.replace(table.hints, time_range=time_range)
 
 
 def pipeline(

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as T
 
+from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
 from sparkload.exceptions import SparkloadError
-from sparkload.extract.extractor import ExtractPlanItem, every_entry, normalize_column_path
+from sparkload.extract.extractor import ExtractPlanItem, every_entry, load_hints, normalize_column_path
 from sparkload.extract.incremental import Incremental
 from sparkload.load import destructive
-from sparkload.normalize.naming import normalize_table_name
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.types import data_type_of_spark, spark_type
 from sparkload.pipeline import schedule
@@ -270,7 +270,8 @@ def _table_plan(
             )
             added.pop(column, None)
     recorded = (state.get(destructive.KEYS_STATE) or {}).get(name)
-    keys = {"primary_key": list(resource.hints.primary_key), "merge_key": list(resource.hints.merge_key)}
+    # The keys as a run records them (normalized column names).
+    keys = load_hints(resource.hints, root_key=False, max_table_nesting=None)
     for change in destructive.key_changes(name, keys, recorded):
         changes.append(TypeChange("(keys)", "", change.description, True))
     status = "changed" if added or changes else "unchanged"

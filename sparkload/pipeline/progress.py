@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tqdm import tqdm
+
 logger = logging.getLogger("sparkload.progress")
 
 
@@ -18,8 +20,6 @@ class Progress:
 
     def start(self, step: str) -> None:
         if self.mode == "tqdm":
-            from tqdm import tqdm
-
             self._bar = tqdm(desc=step, unit=" items" if step == "extract" else " tables")
         elif self.mode == "log":
             logger.info("%s started", step)

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from sparkload.common.naming import normalize_table_name
 from sparkload.extract.extractor import ExtractedTable, ExtractPlanItem, every_entry
-from sparkload.normalize.naming import normalize_table_name
 
 TABLES_KEY = "tables"
 NESTING_SEPARATOR = "__"
@@ -29,9 +29,7 @@ def record(state: dict[str, Any], plan: list[ExtractPlanItem], tables: Iterable[
     """Add the root tables this extract filled to ``state``'s record, under their resources."""
     # A table with no rows is not written, unless a replace empties it.
     filled = {
-        table.name: table.resource
-        for table in tables
-        if table.rows or table.hints["write_disposition"]["disposition"] == "replace"
+        table.name: table.resource for table in tables if table.rows or table.hints.disposition == "replace"
     }
     for entry in every_entry(plan):
         resource = entry.resource

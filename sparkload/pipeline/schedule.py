@@ -11,13 +11,15 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
 from sparkload.exceptions import ResourceError
-from sparkload.extract.extractor import ExtractPlanItem, every_entry
+from sparkload.extract.extractor import ExtractedTable, ExtractPlanItem, every_entry, load_hints
 from sparkload.extract.intervals import LEDGER_KEY, record
+from sparkload.load.merge_config import check_merge_hints
 
 
 @dataclasses.dataclass
@@ -57,6 +59,30 @@ def refuse_time_ranges_without_intervals(plan: list[ExtractPlanItem]) -> None:
                 "the resource's intervals argument: declare one, e.g. "
                 "window=sl.sources.intervals('ts', start=...)"
             )
+
+
+def refuse_bad_hint_combinations(plan: list[ExtractPlanItem]) -> None:
+    """Merge hints that cannot mean anything (upsert without a primary key …) are refused
+    before anything is extracted, for every resource whose table name is known now (a
+    table named per item is checked when it appears: see :func:`refuse_bad_table_hints`)."""
+    for entry in every_entry(plan):
+        resource = entry.resource
+        if resource.hints.write_disposition.disposition != "merge" or callable(resource.table_name):
+            continue
+        table = normalize_table_name(str(resource.table_name))
+        try:
+            check_merge_hints(table, load_hints(resource.hints, entry.root_key, entry.max_table_nesting))
+        except ResourceError as exc:
+            raise ResourceError(f"resource '{resource.name}': {exc}") from exc
+
+
+def refuse_bad_table_hints(tables: Iterable[ExtractedTable]) -> None:
+    """The same check for every table an extract filled, before its package is recorded."""
+    for table in tables:
+        try:
+            check_merge_hints(table.name, table.hints)
+        except ResourceError as exc:
+            raise ResourceError(f"resource '{table.resource}': {exc}") from exc
 
 
 def resource_state_of(state: Mapping[str, Any], source: str, resource: str) -> Mapping[str, Any]:

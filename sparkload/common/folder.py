@@ -1,6 +1,6 @@
 """A folder at a local path or an object-store URL, through pyarrow's filesystems.
 
-Load packages live beside the dataset they load into (see ``pipeline/package.py``), so
+Load packages live beside the dataset they load into (see ``common/package.py``), so
 the same code must handle a local lake and ``s3://…``. Spark reads and writes the data
 files by URI; this module does the small file work around them: manifests, listings,
 deletion.
@@ -17,7 +17,8 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem holding ``uri`` and the path of ``uri`` within it."""
     if "://" not in uri:
         return pafs.LocalFileSystem(), uri
-    return pafs.FileSystem.from_uri(uri)
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return fs, str(path)
 
 
 class Folder:
@@ -42,7 +43,7 @@ class Folder:
     def exists(self, name: str | None = None) -> bool:
         """Whether this folder (or the file ``name`` in it) exists."""
         path = self._path if name is None else self._file(name)
-        return self._fs.get_file_info(path).type != pafs.FileType.NotFound
+        return bool(self._fs.get_file_info(path).type != pafs.FileType.NotFound)
 
     def read(self, name: str) -> bytes:
         with self._fs.open_input_stream(self._file(name)) as stream:

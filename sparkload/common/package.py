@@ -26,10 +26,13 @@ from typing import Any
 
 import orjson
 
-from sparkload.load.dataset import PACKAGES_FOLDER
-from sparkload.load.folder import Folder
+from sparkload.common.folder import Folder
 
-__all__ = ["PACKAGES_FOLDER", "LoadPackage", "list_packages"]
+# Beside a path dataset (or in a catalog dataset's staging location), by pipeline name.
+PACKAGES_FOLDER = "_sparkload_packages"
+# The staged files of a table, by kind: NDJSON for Python items, Parquet for Arrow and pandas.
+JSON_DIR = "json"
+ARROW_DIR = "arrow"
 
 EXTRACT_MANIFEST = "extract.json"
 NORMALIZE_MANIFEST = "normalize.json"

@@ -1,0 +1,205 @@
+"""Table hints as the stages after extract see them: typed, with column names normalized.
+
+A resource's hints (``extract/hints.py``) may hold callables (a table name computed per
+item) and column names as the user wrote them. Extract turns them, per table, into
+:class:`LoadHints`: plain values with every column name normalized, which travel in the
+package's manifests (``to_dict``/``from_dict``) to normalize and load. Only values of the
+types below cross that boundary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+from sparkload.exceptions import ResourceError
+
+DISPOSITIONS = ("append", "replace", "merge")
+MERGE_STRATEGIES = ("delete-insert", "upsert", "insert-only", "scd2", "time-range")
+# Options of the dict form of a merge write disposition, by the strategies that take them.
+SCD2_OPTIONS = (
+    # dlt's names
+    "validity_column_names",
+    "active_record_timestamp",
+    "boundary_timestamp",
+    "row_version_column_name",
+    # SQLMesh's names
+    "updated_at_name",
+    "updated_at_as_valid_from",
+    "columns",
+    "execution_time_as_valid_from",
+    "invalidate_hard_deletes",
+    "valid_from_name",
+    "valid_to_name",
+)
+MERGE_OPTIONS = {
+    "delete-insert": ("deduplicated", "sequence_by"),
+    "upsert": ("sequence_by",),
+    "insert-only": ("deduplicated",),
+    "scd2": SCD2_OPTIONS,
+    # the window comes from the resource's intervals argument, not from options
+    "time-range": (),
+}
+# Options whose values name columns (normalized like column names before loading).
+COLUMN_NAME_OPTIONS = (
+    "sequence_by",
+    "validity_column_names",
+    "row_version_column_name",
+    "updated_at_name",
+    "columns",
+    "valid_from_name",
+    "valid_to_name",
+)
+# Column hints sparkload understands; others are kept and ignored, as dlt does.
+# What a load does when it would change a table destructively (SQLMesh's setting).
+DESTRUCTIVE_CHANGE_POLICIES = ("error", "warn", "allow")
+DATA_TYPES = ("text", "bigint", "double", "bool", "decimal", "date", "timestamp", "binary", "time", "json")
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteDisposition:
+    """A parsed write disposition: ``"merge"`` or ``{"disposition": "merge", ...}``."""
+
+    disposition: str = "append"
+    strategy: str | None = None
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, value: str | Mapping[str, Any] | WriteDisposition | None) -> WriteDisposition:
+        if value is None:
+            return cls()
+        if isinstance(value, WriteDisposition):
+            return value
+        if isinstance(value, str):
+            spec: dict[str, Any] = {"disposition": value}
+        elif isinstance(value, Mapping):
+            spec = dict(value)
+        else:
+            raise ResourceError(f"write_disposition must be a string or a dict, got {value!r}")
+        disposition = spec.pop("disposition", None)
+        if disposition not in DISPOSITIONS:
+            raise ResourceError(
+                f"write_disposition must be one of {', '.join(DISPOSITIONS)}, got {disposition!r}"
+            )
+        strategy = spec.pop("strategy", None)
+        if disposition == "merge":
+            strategy = strategy or "delete-insert"
+            if strategy not in MERGE_STRATEGIES:
+                raise ResourceError(
+                    f"merge strategy must be one of {', '.join(MERGE_STRATEGIES)}, got {strategy!r}"
+                )
+            allowed = MERGE_OPTIONS[strategy]
+            unknown = sorted(set(spec) - set(allowed))
+            if unknown:
+                raise ResourceError(
+                    f"merge strategy {strategy!r} takes no option {', '.join(map(repr, unknown))}; "
+                    f"it takes {', '.join(allowed)}"
+                )
+        elif strategy is not None:
+            raise ResourceError(f"a strategy applies only to merge, not to {disposition!r}")
+        elif spec:
+            raise ResourceError(f"write disposition {disposition!r} takes no options, got {sorted(spec)}")
+        return cls(disposition, strategy, spec)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"disposition": self.disposition}
+        if self.strategy:
+            out["strategy"] = self.strategy
+        out.update(self.options)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeRangeSpec:
+    """The window an interval resource's tables replace in this package (time-range merges
+    and empty windows): the time column, the window's bounds and a text column's format."""
+
+    column: str
+    start: datetime.datetime
+    end: datetime.datetime
+    time_format: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "column": self.column,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "format": self.time_format,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TimeRangeSpec:
+        return cls(
+            str(data["column"]),
+            datetime.datetime.fromisoformat(data["start"]),
+            datetime.datetime.fromisoformat(data["end"]),
+            data.get("format"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadHints:
+    """What normalize and load need of one root table's hints. Column names (keys, column
+    hints, merge options naming columns) are normalized."""
+
+    write_disposition: WriteDisposition = dataclasses.field(default_factory=WriteDisposition)
+    primary_key: tuple[str, ...] = ()
+    merge_key: tuple[str, ...] = ()
+    columns: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    max_table_nesting: int | None = None
+    # Nested rows carry the root row's id (merge tables always do: deletes reach them).
+    root_key: bool = False
+    # None: the pipeline's default applies.
+    on_destructive_change: str | None = None
+    # Load as into empty tables (a full refresh).
+    refresh: bool = False
+    time_range: TimeRangeSpec | None = None
+
+    @property
+    def disposition(self) -> str:
+        return self.write_disposition.disposition
+
+    @property
+    def strategy(self) -> str:
+        """The merge strategy (``delete-insert`` unless one is given)."""
+        return self.write_disposition.strategy or "delete-insert"
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        """The options of the dict form of the write disposition."""
+        return self.write_disposition.options
+
+    @property
+    def rebuilds(self) -> bool:
+        """Whether the load rebuilds the tables from this package alone (replace, refresh)."""
+        return self.disposition == "replace" or self.refresh
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "write_disposition": self.write_disposition.to_dict(),
+            "primary_key": list(self.primary_key),
+            "merge_key": list(self.merge_key),
+            "columns": {name: dict(hints) for name, hints in self.columns.items()},
+            "max_table_nesting": self.max_table_nesting,
+            "root_key": self.root_key,
+            "on_destructive_change": self.on_destructive_change,
+            "refresh": self.refresh,
+            "time_range": None if self.time_range is None else self.time_range.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LoadHints:
+        time_range = data.get("time_range")
+        return cls(
+            write_disposition=WriteDisposition.parse(data["write_disposition"]),
+            primary_key=tuple(data.get("primary_key") or ()),
+            merge_key=tuple(data.get("merge_key") or ()),
+            columns={name: dict(hints) for name, hints in (data.get("columns") or {}).items()},
+            max_table_nesting=data.get("max_table_nesting"),
+            root_key=bool(data.get("root_key")),
+            on_destructive_change=data.get("on_destructive_change"),
+            refresh=bool(data.get("refresh")),
+            time_range=None if time_range is None else TimeRangeSpec.from_dict(time_range),
+        )
