@@ -22,8 +22,7 @@ import pytest
 from conftest import delta_history, delta_rows, delta_version, spark_rows, user_columns
 
 import sparkload as sl
-from sparkload.config import ConfigFieldMissingError
-from sparkload.exceptions import PipelineStepFailed
+from sparkload.exceptions import ConfigFieldMissingError, PipelineStepFailed
 from sparkload.load.folder import Folder
 from sparkload.pipeline.package import EXTRACT_MANIFEST, LoadPackage
 from sparkload.pipeline.state import read_destination, write_destination

@@ -87,7 +87,7 @@ def merge_config(table: str, hints: Mapping[str, Any], execution_time: datetime.
 
 def _check(config: MergeConfig) -> None:
     def fail(problem: str) -> None:
-        raise LoadError(f"table '{config.table}': {problem}")
+        raise LoadError(f"table '{config.table}': {problem}", table=config.table)
 
     strategy = config.strategy
     if strategy in ("upsert", "insert-only") and not config.primary_key:
@@ -108,7 +108,9 @@ def _check(config: MergeConfig) -> None:
 def _single_column(table: str, columns: Mapping[str, Mapping[str, Any]], hint: str) -> str | None:
     named = [name for name, col in columns.items() if col.get(hint)]
     if len(named) > 1:
-        raise LoadError(f"table '{table}': only one column may carry the {hint} hint, got {named}")
+        raise LoadError(
+            f"table '{table}': only one column may carry the {hint} hint, got {named}", table=table
+        )
     return named[0] if named else None
 
 
@@ -118,7 +120,9 @@ def _dedup_sort(table: str, columns: Mapping[str, Mapping[str, Any]]) -> tuple[s
         return None
     direction = str(columns[name]["dedup_sort"])
     if direction not in ("asc", "desc"):
-        raise LoadError(f"table '{table}', column '{name}': dedup_sort must be 'asc' or 'desc'")
+        raise LoadError(
+            f"table '{table}', column '{name}': dedup_sort must be 'asc' or 'desc'", table=table, column=name
+        )
     return name, direction
 
 
@@ -127,7 +131,8 @@ def _sequence_by(table: str, wd: Mapping[str, Any], columns: Mapping[str, Mappin
     from_option = wd.get("sequence_by")
     if from_hint and from_option and from_hint != from_option:
         raise LoadError(
-            f"table '{table}': sequence_by names '{from_option}' but the column hint marks '{from_hint}'"
+            f"table '{table}': sequence_by names '{from_option}' but the column hint marks '{from_hint}'",
+            table=table,
         )
     return from_option or from_hint
 
@@ -135,7 +140,7 @@ def _sequence_by(table: str, wd: Mapping[str, Any], columns: Mapping[str, Mappin
 def _scd2(table: str, wd: Mapping[str, Any], execution_time: datetime.datetime) -> Scd2Config:
     names = list(wd.get("validity_column_names") or DEFAULT_VALIDITY_COLUMNS)
     if len(names) != 2:
-        raise LoadError(f"table '{table}': validity_column_names needs two names, got {names}")
+        raise LoadError(f"table '{table}': validity_column_names needs two names, got {names}", table=table)
     valid_from = wd.get("valid_from_name") or names[0]
     valid_to = wd.get("valid_to_name") or names[1]
     check = wd.get("columns")
@@ -152,7 +157,8 @@ def _scd2(table: str, wd: Mapping[str, Any], execution_time: datetime.datetime) 
     ):
         raise LoadError(
             f"table '{table}': updated_at_as_valid_from, execution_time_as_valid_from and "
-            "invalidate_hard_deletes belong to SCD Type 2 by time (updated_at_name) or by column (columns)"
+            "invalidate_hard_deletes belong to SCD Type 2 by time (updated_at_name) or by column (columns)",
+            table=table,
         )
     return Scd2Config(
         valid_from=valid_from,
@@ -190,7 +196,9 @@ def _timestamp(table: str, option: str, value: Any) -> datetime.datetime | None:
             if not isinstance(parsed, datetime.datetime):
                 raise ValueError(f"not a date or timestamp: {value!r}")
     except (ValueError, pendulum.parsing.exceptions.ParserError) as exc:
-        raise LoadError(f"table '{table}': {option} must be a date or timestamp, got {value!r}") from exc
+        raise LoadError(
+            f"table '{table}': {option} must be a date or timestamp, got {value!r}", table=table
+        ) from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=datetime.timezone.utc)
     utc = parsed.astimezone(datetime.timezone.utc)
