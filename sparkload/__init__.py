@@ -1,7 +1,30 @@
 """sparkload: load data into Delta Lake tables with Spark, the way dlt users write pipelines."""
 
-from sparkload import current, destinations, sources
+from sparkload import current, destinations, exceptions, sources
 from sparkload.config import config, secrets
+from sparkload.exceptions import (
+    ConfigFieldMissingError,
+    ConfigValueError,
+    DestructiveChangeError,
+    DuplicateKeyError,
+    EngineError,
+    ExtractError,
+    HintCombinationError,
+    IncrementalCursorError,
+    IncrementalUnboundError,
+    LoadError,
+    NormalizeError,
+    OvertakenPackageError,
+    PipelineLockedError,
+    PipelineStepFailed,
+    PlanOutdatedError,
+    ResourceError,
+    SchemaConflictError,
+    SparkloadConfigError,
+    SparkloadError,
+    UnserializableValueError,
+    UnsupportedItemError,
+)
 from sparkload.extract.decorators import resource, source, transformer
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
@@ -16,15 +39,37 @@ incremental = Incremental
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConfigFieldMissingError",
+    "ConfigValueError",
+    "DestructiveChangeError",
+    "DuplicateKeyError",
+    "EngineError",
+    "ExtractError",
     "Incremental",
+    "IncrementalCursorError",
+    "IncrementalUnboundError",
+    "LoadError",
     "LoadInfo",
+    "NormalizeError",
+    "OvertakenPackageError",
     "Pipeline",
+    "PipelineLockedError",
+    "PipelineStepFailed",
+    "PlanOutdatedError",
     "Resource",
+    "HintCombinationError",
+    "ResourceError",
+    "SchemaConflictError",
     "Source",
+    "SparkloadConfigError",
+    "SparkloadError",
+    "UnserializableValueError",
+    "UnsupportedItemError",
     "attach",
     "config",
     "current",
     "destinations",
+    "exceptions",
     "incremental",
     "pipeline",
     "resource",

@@ -1,26 +1,125 @@
-"""Errors sparkload raises. Each names what went wrong and where."""
+"""Errors sparkload raises: the one home of every public error, all exported from ``sparkload``.
+
+Invariants:
+- every public error derives from ``SparkloadError``, so one ``except`` catches them all;
+- an error carries what went wrong as attributes (table, column, resource, key values), not
+  only as text; where a raise site cannot know a value, the attribute is None;
+- where an error's message has one shape, the message is built here from those attributes;
+- this module imports nothing from sparkload (every other module may import it);
+- no message may contain a secret's value: configuration errors name keys, providers and
+  types, never the text that was found.
+
+docs/errors.md lists each error, when it is raised and its attributes.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 class SparkloadError(Exception):
     """Base of every sparkload error."""
 
 
+# -- configuration ---------------------------------------------------------------------------
+class SparkloadConfigError(SparkloadError):
+    """Base of every configuration error (a SparkloadError, so one except catches all)."""
+
+
+class ConfigFieldMissingError(SparkloadConfigError):
+    """One or more values were not found in any provider.
+
+    Like KeyError in meaning, but not a KeyError subclass: KeyError's ``str()`` quotes the
+    message, which would make the multi-line list of keys to set unreadable.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        fields: Sequence[str],
+        tried: Mapping[str, Sequence[str]],
+        function: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.fields = tuple(fields)
+        # field -> every key and environment variable name looked up for it, in order
+        self.tried = {field: tuple(names) for field, names in tried.items()}
+        self.function = function
+
+
+class ConfigValueError(SparkloadConfigError):
+    """A value was found but cannot be used (wrong type, secret in config.toml, bad TOML)."""
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+# -- engine ----------------------------------------------------------------------------------
 class EngineError(SparkloadError):
     """No usable Spark engine."""
 
 
+# -- resources and extraction ----------------------------------------------------------------
 class ResourceError(SparkloadError):
     """A resource was declared or used wrongly."""
+
+
+class HintCombinationError(ResourceError):
+    """A table's hints cannot be combined (an upsert without a primary key, a sequence column
+    on insert-only …). Raised when the run's resources are planned, or for a table named per
+    item before its package is recorded: nothing is written and no package is left."""
+
+    def __init__(
+        self, message: str, *, table: str, column: str | None = None, resource: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.table = table
+        self.column = column
+        self.resource = resource
+
+
+class IncrementalCursorError(ResourceError):
+    """A row has no usable cursor value, or cursor values cannot be compared."""
+
+    def __init__(
+        self,
+        resource: str | None,
+        cursor_path: str | None,
+        detail: str,
+        *,
+        row: Any = None,
+        value: Any = None,
+    ) -> None:
+        super().__init__(f"resource '{resource}': {detail}")
+        self.resource = resource
+        self.cursor_path = cursor_path
+        self.row = row  # the offending row, where one row is to blame
+        self.value = value  # the cursor value that could not be compared
+
+
+class IncrementalUnboundError(ResourceError):
+    """An incremental was read outside a run of its resource."""
+
+    def __init__(self, cursor_path: str | None) -> None:
+        super().__init__(
+            f"incremental on '{cursor_path}' is not bound to a resource run: the resource "
+            "was made from a generator (the function already called), so sparkload could not "
+            "pass it the bound incremental; give sl.resource the function itself and bind "
+            "arguments with resource(...) or .bind(...)"
+        )
+        self.cursor_path = cursor_path
 
 
 class ExtractError(SparkloadError):
     """Extraction failed; names the resource and, where known, the item's position."""
 
-    def __init__(self, resource: str, message: str) -> None:
+    def __init__(self, resource: str, message: str, *, position: int | None = None) -> None:
         super().__init__(f"resource '{resource}': {message}")
         self.resource = resource
+        self.position = position  # the item's index among the resource's items
 
 
 class UnsupportedItemError(ExtractError):
@@ -30,23 +129,120 @@ class UnsupportedItemError(ExtractError):
 class UnserializableValueError(ExtractError):
     """A value cannot be stored (a set, an arbitrary object)."""
 
+    def __init__(
+        self, resource: str, message: str, *, position: int | None = None, column: str | None = None
+    ) -> None:
+        super().__init__(resource, message, position=position)
+        self.column = column  # the column holding the value, when it could be found
 
+
+# -- normalization ---------------------------------------------------------------------------
 class NormalizeError(SparkloadError):
     """The staged data could not be normalized."""
 
+    def __init__(self, message: str, *, table: str | None = None, column: str | None = None) -> None:
+        super().__init__(message)
+        self.table = table
+        self.column = column
 
+
+# -- schema ----------------------------------------------------------------------------------
 class SchemaConflictError(SparkloadError):
-    """A write does not match the destination table's schema; nothing was committed."""
+    """A write does not match the destination table's schema; nothing was committed.
+
+    ``load_type`` is the type the load brings, ``table_type`` the type the table holds: in
+    ``column`` itself, or in its variant column ``variant_column`` when one is named.
+    """
+
+    table: str
+    column: str | None
+    load_type: str | None
+    table_type: str | None
+    variant_column: str | None
+
+    def __init__(
+        self,
+        table: str,
+        column: str,
+        load_type: str,
+        table_type: str,
+        *,
+        variant_column: str | None = None,
+    ) -> None:
+        if variant_column is None:
+            message = (
+                f"table '{table}', column '{column}': the load has type {load_type} but the "
+                f"table has {table_type}; nothing was written"
+            )
+        else:
+            message = (
+                f"table '{table}': values of type {load_type} for column '{column}' cannot be "
+                f"stored: its variant column '{variant_column}' has type {table_type}"
+            )
+        super().__init__(message)
+        self.table = table
+        self.column = column
+        self.load_type = load_type
+        self.table_type = table_type
+        self.variant_column = variant_column
 
 
 class DestructiveChangeError(SchemaConflictError):
-    """A load would change a table destructively and its policy is ``error``."""
+    """A load would change a table destructively and its policy is ``error``.
+
+    ``changes`` holds one ``(table, column, description)`` per refused change (column is
+    None for a key change); ``table`` and ``column`` are those of the first.
+    """
+
+    def __init__(self, changes: Sequence[tuple[str, str | None, str]]) -> None:
+        # SchemaConflictError's message is about one column's types; this one lists changes.
+        SparkloadError.__init__(
+            self,
+            "destructive change, nothing was written: "
+            + "; ".join(f"table '{table}': {description}" for table, _, description in changes)
+            + ". Set on_destructive_change='warn' or 'allow' on the resource (then drop the "
+            "pending package and run again) or on the pipeline to accept it",
+        )
+        self.changes = tuple(changes)
+        self.tables = tuple(dict.fromkeys(table for table, _, _ in changes))
+        self.columns = tuple(dict.fromkeys(column for _, column, _ in changes if column is not None))
+        self.table = self.tables[0] if self.tables else ""
+        self.column = changes[0][1] if changes else None
+        self.load_type = self.table_type = self.variant_column = None
 
 
+# -- load ------------------------------------------------------------------------------------
 class LoadError(SparkloadError):
-    """Loading into the destination failed; tables committed before it are listed."""
+    """Loading into the destination failed; names the table (and column) where known."""
+
+    def __init__(self, message: str, *, table: str | None = None, column: str | None = None) -> None:
+        super().__init__(message)
+        self.table = table
+        self.column = column
 
 
+class DuplicateKeyError(LoadError):
+    """A merge that needs one row per primary key got several; nothing was written.
+
+    ``key_values`` holds a few of the duplicated keys, each a tuple in ``primary_key`` order.
+    """
+
+    def __init__(self, table: str, primary_key: Sequence[str], key_values: Sequence[Sequence[Any]]) -> None:
+        shown = "; ".join(
+            ", ".join(f"{name}={value!r}" for name, value in zip(primary_key, values, strict=True))
+            for values in key_values
+        )
+        super().__init__(
+            f"table '{table}': merge strategy 'upsert' needs one row per primary key, but the load "
+            f"has several rows for {shown}; nothing was written (deduplicate the rows, use the "
+            "delete-insert strategy, or declare sequence_by to keep the newest)",
+            table=table,
+        )
+        self.primary_key = tuple(primary_key)
+        self.key_values = tuple(tuple(values) for values in key_values)
+
+
+# -- pipeline --------------------------------------------------------------------------------
 class PipelineStepFailed(SparkloadError):
     """A pipeline step (extract, normalize, load) failed; wraps the cause."""
 
@@ -56,3 +252,57 @@ class PipelineStepFailed(SparkloadError):
         self.step = step
         self.load_id = load_id
         self.__cause__ = cause
+
+
+class PipelineLockedError(SparkloadError):
+    """Another process is running the same pipeline."""
+
+    def __init__(self, pipeline_name: str, lock_path: str) -> None:
+        super().__init__(
+            f"pipeline '{pipeline_name}' is already running in another process "
+            f"(lock {lock_path}); wait for it to finish, or give this run another pipeline name"
+        )
+        self.pipeline_name = pipeline_name
+        self.lock_path = lock_path  # the file the other process holds locked
+
+
+class OvertakenPackageError(SparkloadError):
+    """A load package was extracted from a state that another run has since replaced."""
+
+    def __init__(
+        self, pipeline_name: str, load_id: str | None, base_version: int, committed_version: int
+    ) -> None:
+        super().__init__(
+            f"pipeline '{pipeline_name}': this load package was extracted from state version "
+            f"{base_version}, but another run of the pipeline has since committed version "
+            f"{committed_version}; loading it could load rows twice. Two runs of one pipeline "
+            "overlapped (on two machines, or two working directories)"
+        )
+        self.pipeline_name = pipeline_name
+        self.load_id = load_id
+        self.base_version = base_version
+        self.committed_version = committed_version
+
+
+class PlanOutdatedError(SparkloadError):
+    """The destination changed between a plan and its apply.
+
+    ``planned`` and ``current`` are the destination's fingerprints (the pipeline's state
+    version and each planned table's version); ``changed_tables`` the tables whose version moved.
+    """
+
+    def __init__(
+        self,
+        pipeline_name: str,
+        planned: Mapping[str, Any],
+        current: Mapping[str, Any],
+        changed_tables: Sequence[str],
+    ) -> None:
+        super().__init__(
+            f"pipeline '{pipeline_name}': the destination changed since this plan was made "
+            f"(was {planned}, now {current}); make a new plan"
+        )
+        self.pipeline_name = pipeline_name
+        self.planned = planned
+        self.current = current
+        self.changed_tables = tuple(changed_tables)

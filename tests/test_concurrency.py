@@ -14,8 +14,7 @@ import deltalake
 import pytest
 
 import sparkload as sl
-from sparkload.exceptions import PipelineStepFailed
-from sparkload.pipeline.lock import PipelineLockedError
+from sparkload.exceptions import PipelineLockedError, PipelineStepFailed
 
 _CHILD = textwrap.dedent(
     """

@@ -13,9 +13,6 @@ from typing import Any
 import pytest
 
 from sparkload.config import (
-    ConfigFieldMissingError,
-    ConfigValueError,
-    SparkloadConfigError,
     TSecretValue,
     bind_config,
     config,
@@ -24,6 +21,7 @@ from sparkload.config import (
     redact,
     secrets,
 )
+from sparkload.exceptions import ConfigFieldMissingError, ConfigValueError, SparkloadConfigError
 
 SECTIONS = ("sources", "src", "res")
 SECRET = "s3cr3t-Zq81"  # distinctive, so "absent from the message" is a meaningful check

@@ -24,8 +24,7 @@ from conftest import delta_history, delta_rows, delta_version, spark_rows, user_
 import sparkload as sl
 from sparkload.common.folder import Folder
 from sparkload.common.package import EXTRACT_MANIFEST, LoadPackage
-from sparkload.config import ConfigFieldMissingError
-from sparkload.exceptions import PipelineStepFailed
+from sparkload.exceptions import ConfigFieldMissingError, PipelineStepFailed
 from sparkload.pipeline.state import read_destination, write_destination
 
 SECRET = "tok-9Qx!7zz-unguessable"

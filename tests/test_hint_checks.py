@@ -12,7 +12,7 @@ import pytest
 from conftest import delta_rows
 
 import sparkload as sl
-from sparkload.exceptions import PipelineStepFailed, ResourceError, SparkloadError
+from sparkload.exceptions import HintCombinationError, PipelineStepFailed, SparkloadError
 
 UPSERT = {"disposition": "merge", "strategy": "upsert"}
 
@@ -64,7 +64,9 @@ def test_a_bad_combination_fails_before_the_resource_runs_and_leaves_nothing(
         pipeline.run(_resource(calls, **hints))
 
     assert failure.value.step == "extract"
-    assert isinstance(failure.value.__cause__, ResourceError)
+    cause = failure.value.__cause__
+    assert isinstance(cause, HintCombinationError)
+    assert (cause.resource, cause.table) == ("users", "users")
     assert problem in str(failure.value)
     assert "resource 'users'" in str(failure.value)
     assert calls == []  # refused before the generator was asked for anything
@@ -92,6 +94,8 @@ def test_a_table_named_per_item_is_checked_before_its_package_is_recorded(pipeli
         pipeline.run(events())
 
     assert "table 'clicks'" in str(failure.value)
+    assert isinstance(failure.value.__cause__, HintCombinationError)
+    assert failure.value.__cause__.table == "clicks"
     assert "needs a primary_key" in str(failure.value)
     assert not pipeline.has_pending_data()
     assert "clicks" not in pipeline.dataset.table_names()

@@ -16,8 +16,7 @@ import pytest
 from conftest import delta_rows
 
 import sparkload as sl
-from sparkload.exceptions import DestructiveChangeError, PipelineStepFailed
-from sparkload.pipeline.plan import PlanOutdatedError
+from sparkload.exceptions import DestructiveChangeError, PipelineStepFailed, PlanOutdatedError
 
 UTC = datetime.timezone.utc
 START = datetime.datetime(2024, 9, 20, tzinfo=UTC)

@@ -6,11 +6,6 @@ specific section first. Secret strings are TSecretValue, which reprs as ``***``.
 """
 
 from sparkload.config.accessors import config, get_config_value, is_sentinel, secrets
-from sparkload.config.exceptions import (
-    ConfigFieldMissingError,
-    ConfigValueError,
-    SparkloadConfigError,
-)
 from sparkload.config.injection import ConfigBoundArguments, bind_config
 from sparkload.config.providers import global_settings_dir, project_settings_dir
 from sparkload.config.resolve import lookup_keys
@@ -18,9 +13,6 @@ from sparkload.config.secret import TSecretValue, redact
 
 __all__ = [
     "ConfigBoundArguments",
-    "ConfigFieldMissingError",
-    "ConfigValueError",
-    "SparkloadConfigError",
     "TSecretValue",
     "bind_config",
     "config",

@@ -14,8 +14,8 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import ParseError
 
-from sparkload.config.exceptions import ConfigValueError
 from sparkload.config.secret import TSecretValue
+from sparkload.exceptions import ConfigValueError
 
 _TRUE = frozenset({"true", "1"})
 _FALSE = frozenset({"false", "0"})

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import tomlkit
 from tomlkit.exceptions import ParseError
 
-from sparkload.config.exceptions import ConfigValueError
+from sparkload.exceptions import ConfigValueError
 
 PROJECT_DIR_ENV = "SPARKLOAD_PROJECT_DIR"
 GLOBAL_DIR_ENV = "SPARKLOAD_GLOBAL_DIR"

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkload.config.coercion import coerce
-from sparkload.config.exceptions import ConfigFieldMissingError, ConfigValueError
 from sparkload.config.providers import MISSING, ConfigProvider, load_providers
 from sparkload.config.secret import wrap_secret
+from sparkload.exceptions import ConfigFieldMissingError, ConfigValueError
 
 SECRETS_NOTE = "Secrets are read only from environment variables and secrets.toml."
 

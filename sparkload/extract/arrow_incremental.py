@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkload.exceptions import IncrementalCursorError
 from sparkload.extract.items import is_pandas
 
 if TYPE_CHECKING:
@@ -23,23 +24,23 @@ def is_table(item: Any) -> bool:
 
 
 def filter_table(incremental: Incremental[Any], item: Any) -> Any:
-    from sparkload.extract.incremental import IncrementalCursorError, _comparable
+    from sparkload.extract.incremental import _comparable
 
     table = pa.Table.from_pandas(item, preserve_index=False) if is_pandas(item) else item
     name = incremental.cursor_path or ""
     func = incremental.last_value_func
-    where = f"resource '{incremental.resource_name}'"
+    resource = incremental.resource_name
     if func not in (max, min):
-        raise IncrementalCursorError(f"{where}: Arrow and pandas items need last_value_func max or min")
+        raise IncrementalCursorError(resource, name, "Arrow and pandas items need last_value_func max or min")
     if name not in table.schema.names:
         if incremental.on_cursor_value_missing == "raise":
-            raise IncrementalCursorError(f"{where}: the items have no cursor column '{name}'")
+            raise IncrementalCursorError(resource, name, f"the items have no cursor column '{name}'")
         return item if incremental.on_cursor_value_missing == "include" else None
     cursor = table.column(name)
     present = pc.is_valid(cursor)
     if incremental.on_cursor_value_missing == "raise" and cursor.null_count:
         raise IncrementalCursorError(
-            f"{where}: {cursor.null_count} row(s) have no value in cursor column '{name}'"
+            resource, name, f"{cursor.null_count} row(s) have no value in cursor column '{name}'"
         )
     if not len(cursor) or not pc.any(present).as_py():
         keep_missing = incremental.on_cursor_value_missing == "include"
@@ -53,7 +54,10 @@ def filter_table(incremental: Incremental[Any], item: Any) -> Any:
             return pa.scalar(_comparable(bound, sample), type=cursor.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
             raise IncrementalCursorError(
-                f"{where}: {bound!r} cannot be compared with cursor column '{name}' ({cursor.type})"
+                resource,
+                name,
+                f"{bound!r} cannot be compared with cursor column '{name}' ({cursor.type})",
+                value=bound,
             ) from exc
 
     keep = present

@@ -300,7 +300,7 @@ class Extractor:
                 table = to_arrow(item)
             except Exception as exc:
                 raise ExtractError(
-                    resource.name, f"item {position} cannot be converted to Arrow: {exc}"
+                    resource.name, f"item {position} cannot be converted to Arrow: {exc}", position=position
                 ) from exc
             files.write_arrow(table)
         else:
@@ -308,6 +308,7 @@ class Extractor:
                 resource.name,
                 f"item {position} is a {type(item).__name__}; a resource must yield "
                 "dicts, lists of dicts, Arrow tables or pandas DataFrames",
+                position=position,
             )
 
     def _files_for(self, table: str, entry: ExtractPlanItem) -> TableFiles:

@@ -28,19 +28,11 @@ from jsonpath_ng import parse as parse_jsonpath
 
 from sparkload.common import context as run_context
 from sparkload.common.time import plain_utc
-from sparkload.exceptions import ResourceError
+from sparkload.exceptions import IncrementalCursorError, IncrementalUnboundError, ResourceError
 
 TCursor = TypeVar("TCursor")
 _SIMPLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MISSING = object()
-
-
-class IncrementalCursorError(ResourceError):
-    """A row has no usable cursor value, or cursor values cannot be compared."""
-
-
-class IncrementalUnboundError(ResourceError):
-    """An incremental was read outside a run of its resource."""
 
 
 class Incremental(Generic[TCursor]):
@@ -113,12 +105,7 @@ class Incremental(Generic[TCursor]):
     def last_value(self) -> Any:
         """The newest cursor value so far (the start value before the first row)."""
         if self.resource_name is None:
-            raise IncrementalUnboundError(
-                f"incremental on '{self.cursor_path}' is not bound to a resource run: the resource "
-                "was made from a generator (the function already called), so sparkload could not "
-                "pass it the bound incremental; give sl.resource the function itself and bind "
-                "arguments with resource(...) or .bind(...)"
-            )
+            raise IncrementalUnboundError(self.cursor_path)
         return self._last_value
 
     @last_value.setter
@@ -277,8 +264,11 @@ class Incremental(Generic[TCursor]):
         if value is _MISSING:
             if self.on_cursor_value_missing == "raise":
                 raise IncrementalCursorError(
-                    f"resource '{self.resource_name}': a row has no value at cursor path "
-                    f"'{self.cursor_path}' (on_cursor_value_missing='raise'): {_short(row)}"
+                    self.resource_name,
+                    self.cursor_path,
+                    f"a row has no value at cursor path '{self.cursor_path}' "
+                    f"(on_cursor_value_missing='raise'): {_short(row)}",
+                    row=row,
                 )
             return self.on_cursor_value_missing == "include"
         func = self.last_value_func
@@ -313,8 +303,12 @@ class Incremental(Generic[TCursor]):
                 return True
         except TypeError as exc:
             raise IncrementalCursorError(
-                f"resource '{self.resource_name}': cursor value {value!r} at '{self.cursor_path}' "
-                f"cannot be compared with {self.last_value!r}: {exc}"
+                self.resource_name,
+                self.cursor_path,
+                f"cursor value {value!r} at '{self.cursor_path}' cannot be compared with "
+                f"{self.last_value!r}: {exc}",
+                row=row,
+                value=value,
             ) from exc
         self.last_value = new
         self._rows_at_last = [row]
@@ -326,8 +320,11 @@ class Incremental(Generic[TCursor]):
                 value: Any = [row[k] for k in self._dedup_key]
             except (KeyError, TypeError) as exc:
                 raise IncrementalCursorError(
-                    f"resource '{self.resource_name}': primary key {list(self._dedup_key)} for "
-                    f"incremental deduplication is missing in {_short(row)}"
+                    self.resource_name,
+                    self.cursor_path,
+                    f"primary key {list(self._dedup_key)} for incremental deduplication is "
+                    f"missing in {_short(row)}",
+                    row=row,
                 ) from exc
         else:
             value = row
@@ -375,8 +372,11 @@ class Incremental(Generic[TCursor]):
             return bool(self.last_value_func((value, at)) != at)
         except TypeError as exc:
             raise IncrementalCursorError(
-                f"resource '{self.resource_name}': cursor value {value!r} at '{self.cursor_path}' "
-                f"cannot be compared with the stored {bound!r}: {exc}"
+                self.resource_name,
+                self.cursor_path,
+                f"cursor value {value!r} at '{self.cursor_path}' cannot be compared with the "
+                f"stored {bound!r}: {exc}",
+                value=value,
             ) from exc
 
 

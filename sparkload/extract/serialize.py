@@ -202,8 +202,12 @@ def explain_failure(resource: str, position: int, item: Any, error: Exception) -
                 f"item {position}, column '{column}': {reason} "
                 f"(value of type {type(value).__name__}); convert it to a supported type "
                 "(str, int, float, bool, dict, list, datetime, date, Decimal, bytes) first",
+                position=position,
+                column=column if path else None,
             )
-    return UnserializableValueError(resource, f"item {position} cannot be serialized: {error}")
+    return UnserializableValueError(
+        resource, f"item {position} cannot be serialized: {error}", position=position
+    )
 
 
 def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:

@@ -42,6 +42,7 @@ _KEY_HINTS = ("primary_key", "merge_key")
 class DestructiveChange:
     table: str
     description: str
+    column: str | None = None  # None for a change of keys
 
 
 def split_variant(column: str) -> tuple[str, str] | None:
@@ -76,6 +77,7 @@ def variant_changes(table: NormalizedTable, destination: T.StructType | None) ->
                     table.name,
                     f"column '{base}' changes type from {existing[base].simpleString()} to {data_type} "
                     f"(its {data_type} values would go to a new variant column '{spec.name}')",
+                    base,
                 )
             )
     return changes
@@ -106,16 +108,11 @@ def enforce(changes: Iterable[DestructiveChange], policy_of: Mapping[str, str]) 
         policy = policy_of.get(change.table, DEFAULT_POLICY)
         message = f"table '{change.table}': {change.description}"
         if policy == "error":
-            refused.append(message)
+            refused.append((change.table, change.column, change.description))
         else:
             if policy == "warn":
                 logger.warning("destructive change allowed: %s", message)
             notes.append(f"{message}; allowed by on_destructive_change='{policy}'")
     if refused:
-        raise DestructiveChangeError(
-            "destructive change, nothing was written: "
-            + "; ".join(refused)
-            + ". Set on_destructive_change='warn' or 'allow' on the resource (then drop the "
-            "pending package and run again) or on the pipeline to accept it"
-        )
+        raise DestructiveChangeError(refused)
     return notes

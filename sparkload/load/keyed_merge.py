@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 
 from sparkload.common.sql import qualified, quote
 from sparkload.common.system_columns import ID
-from sparkload.exceptions import LoadError
+from sparkload.exceptions import DuplicateKeyError
 from sparkload.load import dispositions, merge_sql, sequence
 from sparkload.load.commits import TableCommit
 from sparkload.load.merge_family import MergeFamily, add_children, no_ids, replace_children
@@ -33,7 +33,7 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
     rows = family.root_rows
     filtered = False
     if config.strategy == "upsert" and family.has_duplicates and config.sequence_by is None:
-        raise LoadError(_duplicates_message(family, rows))
+        raise _duplicate_keys(family, rows)
     if family.has_duplicates and config.deduplicated:
         rows = dispositions.deduplicate(rows, list(config.primary_key), config.dedup_order())
         filtered = True
@@ -190,14 +190,10 @@ def _tombstones(family: MergeFamily, deletes: DataFrame) -> list[TableCommit]:
     ]
 
 
-def _duplicates_message(family: MergeFamily, rows: DataFrame) -> str:
+def _duplicate_keys(family: MergeFamily, rows: DataFrame) -> DuplicateKeyError:
+    """The error naming a few of the primary keys that have more than one row."""
     key = list(family.config.primary_key)
     examples = (
         rows.groupBy(*[F.col(quote(k)) for k in key]).count().where(F.col("count") > 1).limit(5).collect()
     )
-    shown = "; ".join(", ".join(f"{k}={row[k]!r}" for k in key) for row in examples)
-    return (
-        f"table '{family.root}': merge strategy 'upsert' needs one row per primary key, but the load "
-        f"has several rows for {shown}; nothing was written (deduplicate the rows, use the "
-        "delete-insert strategy, or declare sequence_by to keep the newest)"
-    )
+    return DuplicateKeyError(family.root, key, [tuple(row[k] for k in key) for row in examples])

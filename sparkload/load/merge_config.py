@@ -17,7 +17,7 @@ from typing import Any
 
 from sparkload.common.hints import LoadHints
 from sparkload.common.time import as_utc
-from sparkload.exceptions import ResourceError
+from sparkload.exceptions import HintCombinationError, ResourceError
 
 DEFAULT_VALIDITY_COLUMNS = ("_sparkload_valid_from", "_sparkload_valid_to")
 # SQLMesh's "the beginning of time" for the first versions of records.
@@ -95,7 +95,7 @@ def merge_config(table: str, hints: LoadHints, execution_time: datetime.datetime
 
 def _check(config: MergeConfig) -> None:
     def fail(problem: str) -> None:
-        raise ResourceError(f"table '{config.table}': {problem}")
+        raise HintCombinationError(f"table '{config.table}': {problem}", table=config.table)
 
     strategy = config.strategy
     if strategy in ("upsert", "insert-only") and not config.primary_key:
@@ -116,7 +116,9 @@ def _check(config: MergeConfig) -> None:
 def _single_column(table: str, columns: Mapping[str, Mapping[str, Any]], hint: str) -> str | None:
     named = [name for name, col in columns.items() if col.get(hint)]
     if len(named) > 1:
-        raise ResourceError(f"table '{table}': only one column may carry the {hint} hint, got {named}")
+        raise HintCombinationError(
+            f"table '{table}': only one column may carry the {hint} hint, got {named}", table=table
+        )
     return named[0] if named else None
 
 
@@ -126,7 +128,9 @@ def _dedup_sort(table: str, columns: Mapping[str, Mapping[str, Any]]) -> tuple[s
         return None
     direction = str(columns[name]["dedup_sort"])
     if direction not in ("asc", "desc"):
-        raise ResourceError(f"table '{table}', column '{name}': dedup_sort must be 'asc' or 'desc'")
+        raise HintCombinationError(
+            f"table '{table}', column '{name}': dedup_sort must be 'asc' or 'desc'", table=table, column=name
+        )
     return name, direction
 
 
@@ -134,8 +138,10 @@ def _sequence_by(table: str, wd: Mapping[str, Any], columns: Mapping[str, Mappin
     from_hint = _single_column(table, columns, "sequence_by")
     from_option = wd.get("sequence_by")
     if from_hint and from_option and from_hint != from_option:
-        raise ResourceError(
-            f"table '{table}': sequence_by names '{from_option}' but the column hint marks '{from_hint}'"
+        raise HintCombinationError(
+            f"table '{table}': sequence_by names '{from_option}' but the column hint marks '{from_hint}'",
+            table=table,
+            column=from_option,
         )
     return from_option or from_hint
 
@@ -143,7 +149,9 @@ def _sequence_by(table: str, wd: Mapping[str, Any], columns: Mapping[str, Mappin
 def _scd2(table: str, wd: Mapping[str, Any], execution_time: datetime.datetime) -> Scd2Config:
     names = list(wd.get("validity_column_names") or DEFAULT_VALIDITY_COLUMNS)
     if len(names) != 2:
-        raise ResourceError(f"table '{table}': validity_column_names needs two names, got {names}")
+        raise HintCombinationError(
+            f"table '{table}': validity_column_names needs two names, got {names}", table=table
+        )
     valid_from = wd.get("valid_from_name") or names[0]
     valid_to = wd.get("valid_to_name") or names[1]
     check = wd.get("columns")
@@ -158,9 +166,10 @@ def _scd2(table: str, wd: Mapping[str, Any], execution_time: datetime.datetime) 
         wd.get(o)
         for o in ("updated_at_as_valid_from", "execution_time_as_valid_from", "invalidate_hard_deletes")
     ):
-        raise ResourceError(
+        raise HintCombinationError(
             f"table '{table}': updated_at_as_valid_from, execution_time_as_valid_from and "
-            "invalidate_hard_deletes belong to SCD Type 2 by time (updated_at_name) or by column (columns)"
+            "invalidate_hard_deletes belong to SCD Type 2 by time (updated_at_name) or by column (columns)",
+            table=table,
         )
     return Scd2Config(
         valid_from=valid_from,
@@ -186,4 +195,9 @@ def _names(value: str | Sequence[str]) -> tuple[str, ...]:
 
 def _timestamp(table: str, option: str, value: Any) -> datetime.datetime | None:
     """A date, datetime or ISO string as an aware UTC datetime (naive values are UTC)."""
-    return None if value is None else as_utc(value, f"table '{table}': {option}")
+    if value is None:
+        return None
+    try:
+        return as_utc(value, f"table '{table}': {option}")
+    except ResourceError as exc:
+        raise HintCombinationError(str(exc), table=table) from exc

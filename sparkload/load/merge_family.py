@@ -61,7 +61,8 @@ class MergeFamily:
             if schema is not None and ROOT_ID not in schema.fieldNames():
                 raise LoadError(
                     f"nested table '{name}' has no {ROOT_ID} column, so merge cannot remove the "
-                    f"nested rows of replaced '{self.root}' rows; load it with root_key=True first"
+                    f"nested rows of replaced '{self.root}' rows; load it with root_key=True first",
+                    table=name,
                 )
 
     def commit(self, name: str, rows: int, action: Callable[[DeltaTable], None]) -> TableCommit:

@@ -84,20 +84,26 @@ def _check_columns(family: MergeFamily, root: DeltaTable, scd2: Scd2Config) -> N
     if clash:
         raise LoadError(
             f"table '{family.root}': the data has column(s) {clash}, which SCD Type 2 uses for "
-            "validity; choose other names with validity_column_names"
+            "validity; choose other names with validity_column_names",
+            table=family.root,
         )
     schema = root.schema()
     if schema is not None and not all(c in schema.fieldNames() for c in validity):
         raise LoadError(
             f"table '{family.root}' exists without the validity columns {list(validity)}; it was "
-            "not loaded with the scd2 strategy (or with other validity column names)"
+            "not loaded with the scd2 strategy (or with other validity column names)",
+            table=family.root,
         )
     for option, column in (
         ("row_version_column_name", scd2.row_version_column),
         ("updated_at_name", scd2.updated_at),
     ):
         if column is not None and column not in family.root_rows.columns:
-            raise LoadError(f"table '{family.root}': {option} names '{column}', which the data does not have")
+            raise LoadError(
+                f"table '{family.root}': {option} names '{column}', which the data does not have",
+                table=family.root,
+                column=column,
+            )
 
 
 def _with_row_hash(family: MergeFamily) -> MergeFamily:
@@ -257,7 +263,9 @@ def _updated_at(rows: DataFrame, scd2: Scd2Config, table: str) -> Column:
     if not isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType)):
         raise LoadError(
             f"table '{table}': updated_at_name '{scd2.updated_at}' must hold timestamps or dates, "
-            f"it holds {dtype.simpleString()}"
+            f"it holds {dtype.simpleString()}",
+            table=table,
+            column=scd2.updated_at,
         )
     return F.col(quote(scd2.updated_at)).cast(T.TimestampType())
 

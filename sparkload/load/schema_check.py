@@ -22,11 +22,7 @@ def check_types(df: DataFrame, destination: T.StructType | None, table: str) -> 
     for field in df.schema.fields:
         old = existing.get(field.name)
         if old is not None and not _same_type(old, field.dataType):
-            raise SchemaConflictError(
-                f"table '{table}', column '{field.name}': the load has type "
-                f"{field.dataType.simpleString()} but the table has {old.simpleString()}; "
-                "nothing was written"
-            )
+            raise SchemaConflictError(table, field.name, field.dataType.simpleString(), old.simpleString())
 
 
 def _same_type(old: T.DataType, new: T.DataType) -> bool:

@@ -183,7 +183,8 @@ class CatalogTable(DeltaTable):
             raise LoadError(
                 f"table {self.shown}: the engine tells no commit history and its files at "
                 f"{location} cannot be read from this process, so a load cannot be made "
-                "exactly once; give the schema a location both reach (CREATE SCHEMA ... LOCATION)"
+                "exactly once; give the schema a location both reach (CREATE SCHEMA ... LOCATION)",
+                table=self.name,
             )
         return tags
 

@@ -55,7 +55,9 @@ class TimeRange(TimeRangeSpec):
             return "text"
         raise LoadError(
             f"table '{table}': time column '{self.column}' holds {data_type.simpleString()}; "
-            "intervals need a timestamp or date column, or text with time_column_format"
+            "intervals need a timestamp or date column, or text with time_column_format",
+            table=table,
+            column=self.column,
         )
 
     def contains(self, table: str, data_type: T.DataType) -> Column:
@@ -159,7 +161,11 @@ def prepare(family: MergeFamily, time_range: TimeRange) -> Prepared:
     if schema is None:
         return Prepared([], 0)  # no table and no rows: nothing to replace
     if time_range.column not in schema.fieldNames():
-        raise LoadError(f"table '{family.root}': the time column '{time_range.column}' is missing")
+        raise LoadError(
+            f"table '{family.root}': the time column '{time_range.column}' is missing",
+            table=family.root,
+            column=time_range.column,
+        )
     data_type = schema[time_range.column].dataType
     inside = time_range.contains(family.root, data_type)
     outside = 0

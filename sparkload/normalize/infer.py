@@ -138,7 +138,9 @@ def _decimal_for_tags(scale: int, digits: int, table: str, column: str) -> T.Dec
     if digits + scale > 38:
         raise NormalizeError(
             f"table '{table}', column '{column}': a Decimal with {digits} integer and {scale} "
-            "fraction digits does not fit Delta's decimal(38); pass it as a string instead"
+            "fraction digits does not fit Delta's decimal(38); pass it as a string instead",
+            table=table,
+            column=column,
         )
     return T.DecimalType(38, scale)
 
@@ -199,7 +201,9 @@ def infer_columns(
         if name in required and fitting != rows:
             raise NormalizeError(
                 f"table '{table}': key column '{name}' has NULL or mistyped values in "
-                f"{rows - fitting} of {rows} rows"
+                f"{rows - fitting} of {rows} rows",
+                table=table,
+                column=name,
             )
         for kind in kinds:
             if kind in main and not misfits:
@@ -213,8 +217,7 @@ def infer_columns(
                 or (not string_source and fit_test(kind, vtarget) is not None)
             ):
                 raise SchemaConflictError(
-                    f"table '{table}': values of type {variant_type} for column '{name}' cannot be "
-                    f"stored: its variant column '{variant}' has type {existing[variant].simpleString()}"
+                    table, name, variant_type, existing[variant].simpleString(), variant_column=variant
                 )
             specs.append(
                 ColumnSpec(variant, name, vtarget.json(), [kind], string_source, False, narrow, False)

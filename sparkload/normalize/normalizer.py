@@ -193,7 +193,8 @@ class TableNormalizer:
         missing = [key for key in keys if key not in declared]
         if missing:
             raise NormalizeError(
-                f"table '{name}': primary key column(s) {', '.join(missing)} are not in the data"
+                f"table '{name}': primary key column(s) {', '.join(missing)} are not in the data",
+                table=name,
             )
         collisions = [f"{c.original!r} → {c.resolved}" for c in flat.collisions]
         for note in collisions:

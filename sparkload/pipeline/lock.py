@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from sparkload.exceptions import SparkloadError
+from sparkload.exceptions import OvertakenPackageError, PipelineLockedError
 
 try:
     import fcntl
@@ -22,25 +22,12 @@ except ImportError:  # Windows: no advisory file locks; runs are not guarded the
     fcntl = None  # type: ignore[assignment]
 
 
-class PipelineLockedError(SparkloadError):
-    """Another process is running the same pipeline."""
-
-
-class OvertakenPackageError(SparkloadError):
-    """A load package was extracted from a state that another run has since replaced."""
-
-
-def check_not_overtaken(pipeline_name: str, base_version: int, committed_version: int) -> None:
+def check_not_overtaken(pipeline_name: str, load_id: str, base_version: int, committed_version: int) -> None:
     """Refuse a package extracted from state ``base_version`` once the destination holds a
     later one: another run of the pipeline extracted and loaded meanwhile, from the same
     cursors, so this package would load its rows a second time."""
     if committed_version != base_version:
-        raise OvertakenPackageError(
-            f"pipeline '{pipeline_name}': this load package was extracted from state version "
-            f"{base_version}, but another run of the pipeline has since committed version "
-            f"{committed_version}; loading it could load rows twice. Two runs of one pipeline "
-            "overlapped (on two machines, or two working directories)"
-        )
+        raise OvertakenPackageError(pipeline_name, load_id, base_version, committed_version)
 
 
 class RunLock:
@@ -61,10 +48,7 @@ class RunLock:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 handle.close()
-                raise PipelineLockedError(
-                    f"pipeline '{self.pipeline_name}' is already running in another process "
-                    f"(lock {self.path}); wait for it to finish, or give this run another pipeline name"
-                ) from None
+                raise PipelineLockedError(self.pipeline_name, str(self.path)) from None
             self._handle = handle
         self._depth += 1
         try:

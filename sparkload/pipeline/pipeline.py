@@ -35,7 +35,13 @@ from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
 from sparkload.engine.session import is_own_session
 from sparkload.engine.settings import SESSION_CONF, session_settings
-from sparkload.exceptions import NormalizeError, PipelineStepFailed, ResourceError, SparkloadError
+from sparkload.exceptions import (
+    NormalizeError,
+    OvertakenPackageError,
+    PipelineStepFailed,
+    ResourceError,
+    SparkloadError,
+)
 from sparkload.extract.extractor import (
     ExtractedTable,
     Extractor,
@@ -56,7 +62,7 @@ from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
 from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_plan import build_plan
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
-from sparkload.pipeline.lock import OvertakenPackageError, RunLock, check_not_overtaken
+from sparkload.pipeline.lock import RunLock, check_not_overtaken
 from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import Progress
 from sparkload.pipeline.trace import PipelineTrace
@@ -489,7 +495,8 @@ class Pipeline:
             raise NormalizeError(
                 f"table '{name}' (resource '{extracted.resource}'): {exc}. The extracted "
                 "package stays in the working directory and the next run retries it; "
-                "pipeline.drop_pending_packages() discards it"
+                "pipeline.drop_pending_packages() discards it",
+                table=name,
             ) from exc
 
     @_locked
@@ -587,7 +594,7 @@ class Pipeline:
         committed = state_store.destination_version(
             self.dataset, self.pipeline_name, known_version=base_version
         )
-        check_not_overtaken(self.pipeline_name, base_version, committed)
+        check_not_overtaken(self.pipeline_name, package.load_id, base_version, committed)
         package.write(LOADED_MANIFEST, {})
 
     @_locked

@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 
 from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
-from sparkload.exceptions import SparkloadError
+from sparkload.exceptions import PlanOutdatedError
 from sparkload.extract.extractor import ExtractPlanItem, every_entry, load_hints, normalize_column_path
 from sparkload.extract.incremental import Incremental
 from sparkload.load import destructive
@@ -36,10 +36,6 @@ if TYPE_CHECKING:
     from sparkload.pipeline.pipeline import Pipeline
 
 _TINY = datetime.timedelta(microseconds=1)
-
-
-class PlanOutdatedError(SparkloadError):
-    """The destination changed between a plan and its apply."""
 
 
 @dataclasses.dataclass
@@ -108,10 +104,9 @@ class Plan:
         pipeline: Pipeline = self._pipeline
         now = fingerprint(pipeline, [t.table for t in self.tables])
         if now != self.fingerprint:
-            raise PlanOutdatedError(
-                f"pipeline '{self.pipeline_name}': the destination changed since this plan was made "
-                f"(was {self.fingerprint}, now {now}); make a new plan"
-            )
+            planned = self.fingerprint.get("tables", {})
+            moved = [name for name, version in now["tables"].items() if planned.get(name) != version]
+            raise PlanOutdatedError(self.pipeline_name, self.fingerprint, now, moved)
         if self.extracted:
             return pipeline.load()
         return pipeline.run(**self._run, execution_time=self.execution_time)

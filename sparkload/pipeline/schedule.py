@@ -14,9 +14,10 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sparkload.common.hints import LoadHints
 from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
-from sparkload.exceptions import ResourceError
+from sparkload.exceptions import HintCombinationError, ResourceError
 from sparkload.extract.extractor import ExtractedTable, ExtractPlanItem, every_entry, load_hints
 from sparkload.extract.intervals import LEDGER_KEY, record
 from sparkload.load.merge_config import check_merge_hints
@@ -70,19 +71,23 @@ def refuse_bad_hint_combinations(plan: list[ExtractPlanItem]) -> None:
         if resource.hints.write_disposition.disposition != "merge" or callable(resource.table_name):
             continue
         table = normalize_table_name(str(resource.table_name))
-        try:
-            check_merge_hints(table, load_hints(resource.hints, entry.root_key, entry.max_table_nesting))
-        except ResourceError as exc:
-            raise ResourceError(f"resource '{resource.name}': {exc}") from exc
+        hints = load_hints(resource.hints, entry.root_key, entry.max_table_nesting)
+        _check_merge_hints_of(resource.name, table, hints)
 
 
 def refuse_bad_table_hints(tables: Iterable[ExtractedTable]) -> None:
     """The same check for every table an extract filled, before its package is recorded."""
     for table in tables:
-        try:
-            check_merge_hints(table.name, table.hints)
-        except ResourceError as exc:
-            raise ResourceError(f"resource '{table.resource}': {exc}") from exc
+        _check_merge_hints_of(table.resource, table.name, table.hints)
+
+
+def _check_merge_hints_of(resource: str, table: str, hints: LoadHints) -> None:
+    try:
+        check_merge_hints(table, hints)
+    except HintCombinationError as exc:
+        raise HintCombinationError(
+            f"resource '{resource}': {exc}", table=exc.table, column=exc.column, resource=resource
+        ) from exc
 
 
 def resource_state_of(state: Mapping[str, Any], source: str, resource: str) -> Mapping[str, Any]:
