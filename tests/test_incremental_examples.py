@@ -1405,6 +1405,30 @@ def test_pandas_frames_are_filtered_and_deduplicated(pipeline: sl.Pipeline) -> N
     assert cursor_state(pipeline, "frame", "ts")["last_value"] == 4
 
 
+def test_dicts_and_arrow_tables_from_one_resource_share_one_cursor(pipeline: sl.Pipeline) -> None:
+    """The row filter and the Arrow filter hand the cursor (last value, boundary hashes) to
+    each other when a resource yields both kinds."""
+    runs = [
+        [[{"id": 1, "ts": 1}, {"id": 2, "ts": 2}], pa.table({"id": [3, 4], "ts": [3, 3]})],
+        [pa.table({"id": [4, 5], "ts": [3, 4]}), [{"id": 3, "ts": 3}, {"id": 6, "ts": 5}]],
+    ]
+    seen: list[Any] = []
+
+    @sl.resource(primary_key="id")
+    def mixed(ts: Any = sl.sources.incremental("ts", initial_value=0)) -> Iterator[Any]:
+        for page in runs.pop(0):
+            yield page
+            seen.append(ts.last_value)
+
+    pipeline.run(mixed)
+    assert seen == [2, 3]
+    assert cursor_state(pipeline, "mixed", "ts")["last_value"] == 3
+
+    pipeline.run(mixed)
+    assert seen[2:] == [4, 5]
+    assert ids(pipeline, "mixed") == [1, 2, 3, 4, 5, 6]  # ids 3 and 4 at ts 3 were loaded already
+
+
 def test_aware_datetimes_with_different_offsets_compare_as_instants(pipeline: sl.Pipeline) -> None:
     plus_three = datetime.timezone(datetime.timedelta(hours=3))
 

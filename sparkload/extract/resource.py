@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from sparkload.common import context
 from sparkload.common.hints import WriteDisposition
-from sparkload.config import bind_config
+from sparkload.config import ConfigBoundArguments, bind_config
 from sparkload.exceptions import ResourceError, SparkloadError
 from sparkload.extract.hints import TableHints, TTableName
 from sparkload.extract.incremental import Incremental, bind_incrementals, declares_incremental
@@ -167,9 +167,35 @@ class Resource:
     def _sections(self) -> tuple[str, ...]:
         return ("sources", self.section, self.name) if self.section else ("sources", self.name)
 
-    def _call_function(self, *leading: Any) -> tuple[Any, list[Incremental[Any]]]:
-        """Call the function with bound and injected arguments; its incrementals are bound to
-        this run (and to the resource state) and returned, to filter what it yields."""
+    def cursor_starts(self, state: Mapping[str, Any], pipeline_name: str | None = None) -> dict[str, Any]:
+        """Where each incremental of this resource starts (by cursor path) in a run of the
+        pipeline ``pipeline_name`` that finds ``state`` as the resource's state.
+
+        The incrementals are bound exactly as the run binds them (``_bind_arguments``), so the
+        start reflects arguments bound with ``resource(...)``, incrementals supplied by config,
+        ``lag``, ``end_value`` and the reset of a replace or refresh. ``state`` is not changed.
+        """
+        if self._func is None or not self._takes_incremental():
+            return {}
+        # A transformer is called with an item first; which item does not change the start.
+        leading = (None,) if self._data_from is not None else ()
+        _, incrementals = self._bind_arguments(leading, copy.deepcopy(dict(state)), pipeline_name)
+        # Binding refuses an incremental without a cursor_path, so every one here has one.
+        return {str(incremental.cursor_path): incremental.start_value for incremental in incrementals}
+
+    def _takes_incremental(self) -> bool:
+        """Whether a run binds an incremental: the function declares one, or one is bound as an
+        argument (config is read only for the former, so a plan reads no config it need not)."""
+        args, kwargs = self._bound_args
+        return declares_incremental(self._func) or any(
+            isinstance(value, Incremental) for value in (*args, *kwargs.values())
+        )
+
+    def _bind_arguments(
+        self, leading: tuple[Any, ...], resource_state: dict[str, Any], pipeline_name: str | None
+    ) -> tuple[ConfigBoundArguments, list[Incremental[Any]]]:
+        """The call's arguments, bound and injected from config, with its incrementals bound to
+        a run that finds ``resource_state`` (and writes it)."""
         assert self._func is not None
         args, kwargs = self._bound_args
         bound = bind_config(
@@ -177,17 +203,24 @@ class Resource:
             leading + tuple(args),
             dict(kwargs),
             sections=self._sections(),
-            pipeline_name=_pipeline_name(),
+            pipeline_name=pipeline_name,
         )
         incrementals = bind_incrementals(
             bound.arguments,
             bound.signature.parameters,
             self.name,
             self.hints.primary_key,
-            _resource_state(self.name),
+            resource_state,
             # dlt: a replace starts the resource's incrementals over from their initial value
             reset=self.hints.starts_over,
         )
+        return bound, incrementals
+
+    def _call_function(self, *leading: Any) -> tuple[Any, list[Incremental[Any]]]:
+        """Call the function with bound and injected arguments; its incrementals are bound to
+        this run (and to the resource state) and returned, to filter what it yields."""
+        assert self._func is not None
+        bound, incrementals = self._bind_arguments(leading, _resource_state(self.name), _pipeline_name())
         if self.intervals is not None:
             window = context.interval_window(self.name)
             bind_intervals(bound.arguments, bound.signature.parameters, window)

@@ -368,7 +368,9 @@ class Pipeline:
             counted_from = self._extract_base()
             restated = None
             if restate:
-                restated = restatement.restate(plan, restate, start, end, counted_from, clock)
+                restated = restatement.restate(
+                    plan, restate, start, end, counted_from, clock, pipeline_name=self.pipeline_name
+                )
                 plan, counted_from = restated.plan, restated.state
                 for note in restated.notes:
                     logger.warning(note)

@@ -24,7 +24,6 @@ from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
 from sparkload.exceptions import PlanOutdatedError
 from sparkload.extract.extractor import ExtractPlanItem, every_entry, load_hints, normalize_column_path
-from sparkload.extract.incremental import Incremental
 from sparkload.load import destructive
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.types import data_type_of_spark, spark_type
@@ -210,7 +209,7 @@ def make_plan(
         tables,
         intervals,
         ignored,
-        _incremental_starts(scheduled.plan, state),
+        _incremental_starts(scheduled.plan, state, pipeline.pipeline_name),
         extracted,
         _pipeline=pipeline,
         _run=run_args,
@@ -290,25 +289,17 @@ def _widens(old: T.DataType, new: T.DataType) -> bool:
     return isinstance(old, T.DoubleType) and isinstance(new, (*integral, T.FloatType))
 
 
-def _incremental_starts(plan: list[ExtractPlanItem], state: Mapping[str, Any]) -> dict[str, Any]:
-    import inspect
-
+def _incremental_starts(
+    plan: list[ExtractPlanItem], state: Mapping[str, Any], pipeline_name: str
+) -> dict[str, Any]:
+    """Where each incremental cursor starts, as ``resource.cursor_path``: bound as the run
+    binds it, against the state the run finds."""
     starts: dict[str, Any] = {}
     for entry in every_entry(plan):
-        func = entry.resource._func
-        if func is None:
-            continue
-        # A replace or a full refresh starts its cursors over, as the run does.
-        stored = (
-            {}
-            if entry.resource.hints.starts_over
-            else schedule.resource_state_of(state, entry.source_name, entry.resource.name)
-        ).get("incremental", {})
-        for param in inspect.signature(func).parameters.values():
-            if isinstance(param.default, Incremental):
-                cursor = param.default.cursor_path
-                value = stored.get(cursor, {}).get("last_value", param.default.initial_value)
-                starts[f"{entry.resource.name}.{cursor}"] = value
+        resource = entry.resource
+        stored = schedule.resource_state_of(state, entry.source_name, resource.name)
+        for cursor, start in resource.cursor_starts(stored, pipeline_name).items():
+            starts[f"{resource.name}.{cursor}"] = start
     return starts
 
 

@@ -21,14 +21,12 @@ import copy
 import dataclasses
 import datetime
 import fnmatch
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
 from sparkload.common.time import as_utc
 from sparkload.exceptions import ResourceError
 from sparkload.extract.extractor import ExtractPlanItem
-from sparkload.extract.incremental import Incremental
 from sparkload.extract.intervals import LEDGER_KEY, without
 from sparkload.extract.resource import Resource
 
@@ -57,15 +55,13 @@ def _selected(resource: Resource, source: str, selectors: Sequence[str]) -> bool
     return False
 
 
-def _own_start(resource: Resource) -> datetime.datetime | None:
-    """Where a resource's data starts: its incremental's initial value, if it is a time."""
-    func = resource._func
-    if func is None:
-        return None
-    for param in inspect.signature(func).parameters.values():
-        if isinstance(param.default, Incremental) and param.default.initial_value is not None:
+def _own_start(resource: Resource, pipeline_name: str) -> datetime.datetime | None:
+    """Where a resource's data starts: where its incremental starts with no state (its initial
+    value, as the run binds it), if that is a time."""
+    for start in resource.cursor_starts({}, pipeline_name).values():
+        if start is not None:
             try:
-                return as_utc(param.default.initial_value, "initial_value")
+                return as_utc(start, "initial_value")
             except ResourceError:
                 return None  # a numeric cursor: no time to compare with
     return None
@@ -84,6 +80,7 @@ def restate(
     end: Any,
     state: dict[str, Any],
     execution_time: datetime.datetime,
+    pipeline_name: str,
 ) -> Restatement:
     low = as_utc(start, "restatement start") if start is not None else None
     high = as_utc(end, "restatement end") if end is not None else as_utc(execution_time, "execution_time")
@@ -114,7 +111,7 @@ def restate(
             resource_state[LEDGER_KEY] = without(resource_state.get(LEDGER_KEY, []), since, high)
             restated[resource.name] = (since, high)
             return dataclasses.replace(entry, children=children)
-        own = _own_start(resource)
+        own = _own_start(resource, pipeline_name)
         if low is not None and (own is None or low > own):
             ignored[resource.name] = own
             expected = own.isoformat() if own is not None else "none: leave start= out"
