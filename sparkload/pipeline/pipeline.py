@@ -23,7 +23,7 @@ from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
 from sparkload.engine.session import is_own_session
 from sparkload.engine.settings import SESSION_CONF, session_settings
-from sparkload.exceptions import NormalizeError, PipelineStepFailed, ResourceError, SparkloadError
+from sparkload.exceptions import NormalizeError, ResourceError, SparkloadError
 from sparkload.extract.extractor import (
     ExtractedTable,
     Extractor,
@@ -45,7 +45,7 @@ from sparkload.pipeline import state as state_store
 from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
 from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_plan import build_plan
-from sparkload.pipeline.load_info import LoadInfo, StepTiming
+from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.lock import OvertakenPackageError, RunLock, check_not_overtaken
 from sparkload.pipeline.package import (
     EXTRACT_MANIFEST,
@@ -57,6 +57,7 @@ from sparkload.pipeline.package import (
 )
 from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import Progress
+from sparkload.pipeline.step import pipeline_step
 from sparkload.pipeline.trace import PipelineTrace
 from sparkload.side_by_side import run_side_by_side
 
@@ -250,8 +251,9 @@ class Pipeline:
         for those resources and the transformers reading from them (see
         ``pipeline/restatement.py``).
         """
-        if (start is not None or end is not None) and not restate:
-            raise PipelineStepFailed("extract", None, ResourceError("start= and end= go with restate="))
+        with pipeline_step("extract", None):
+            if (start is not None or end is not None) and not restate:
+                raise ResourceError("start= and end= go with restate=")
         self.last_trace = PipelineTrace(self.pipeline_name)
         self._discard_planned()
         if self.has_pending_data():
@@ -354,7 +356,7 @@ class Pipeline:
     ) -> schedule.Scheduled:
         """The resources to extract and the packages to extract them into."""
         clock = args.clock
-        try:
+        with pipeline_step("extract", None):
             plan = build_plan(data, self.pipeline_name, args.table_name, args.hint_changes)
             schedule.refuse_time_ranges_without_intervals(plan)
             counted_from = self._extract_base()
@@ -365,8 +367,6 @@ class Pipeline:
                 for note in restated.notes:
                     logger.warning(note)
             return schedule.Scheduled(plan, schedule.batches(plan, counted_from, clock), restated)
-        except Exception as exc:
-            raise PipelineStepFailed("extract", None, exc) from exc
 
     def _extract_batch(
         self, plan: list[ExtractPlanItem], batch: schedule.Batch, clock: datetime.datetime
@@ -374,9 +374,7 @@ class Pipeline:
         trace = self._trace()
         load_id = _new_load_id()
         package = LoadPackage(self._extracted, load_id)
-        started = time.perf_counter()
-        self.progress.start("extract")
-        try:
+        with pipeline_step("extract", load_id, trace=trace, progress=self.progress, cleanup=package.delete):
             base = self._extract_base()
             working_state = copy.deepcopy(base)
             inference = SchemaInference(self.spark)
@@ -406,12 +404,6 @@ class Pipeline:
                     "base_version": int(base["_state_version"]),
                 },
             )
-        except Exception as exc:
-            package.delete()
-            raise PipelineStepFailed("extract", load_id, exc) from exc
-        finally:
-            self.progress.finish("extract")
-        trace.add(StepTiming("extract", time.perf_counter() - started))
         return load_id
 
     @_locked
@@ -427,13 +419,8 @@ class Pipeline:
             staged = LoadPackage(self._staged, package.load_id)
             if not staged.is_normalized():
                 staged.delete()  # what a normalize cut short left behind
-                started = time.perf_counter()
-                try:
+                with pipeline_step("normalize", package.load_id, trace=trace, cleanup=staged.delete):
                     self._normalize_package(package, staged)
-                except Exception as exc:
-                    staged.delete()
-                    raise PipelineStepFailed("normalize", package.load_id, exc) from exc
-                trace.add(StepTiming("normalize", time.perf_counter() - started))
             # The staged package now carries everything the load needs.
             package.delete()
             done.append(package.load_id)
@@ -501,9 +488,9 @@ class Pipeline:
                 # A normalize cut short; its extracted package, if any, normalizes again.
                 package.delete()
                 continue
-            started = time.perf_counter()
-            self.progress.start("load")
-            try:
+            with pipeline_step(
+                "load", package.load_id, trace=trace, progress=self.progress, advice=_load_advice
+            ):
                 normalized = package.read(NORMALIZE_MANIFEST)
                 if not package.has(LOADED_MANIFEST):
                     self._claim(package, normalized["base_version"])
@@ -523,28 +510,6 @@ class Pipeline:
                     )
                     state_store.write_local(self.working_dir, new_state)
                     self._state = new_state
-            except OvertakenPackageError as exc:
-                raise PipelineStepFailed(
-                    "load",
-                    package.load_id,
-                    exc,
-                    "Nothing of it was loaded; pipeline.drop_pending_packages() discards it",
-                ) from exc
-            except SparkloadError as exc:
-                # A refused load (bad hints, duplicate keys, a type conflict) changes nothing;
-                # the package waits so a fixed run can retry it, or it can be dropped.
-                raise PipelineStepFailed(
-                    "load",
-                    package.load_id,
-                    exc,
-                    "The load package stays in the working directory and the next run retries "
-                    "it; pipeline.drop_pending_packages() discards it",
-                ) from exc
-            except Exception as exc:
-                raise PipelineStepFailed("load", package.load_id, exc) from exc
-            finally:
-                self.progress.finish("load")
-            trace.add(StepTiming("load", time.perf_counter() - started))
             package_info = LoadInfo(
                 self.pipeline_name,
                 self.dataset_uri,
@@ -637,6 +602,20 @@ class Pipeline:
 
     def __repr__(self) -> str:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
+
+
+def _load_advice(error: Exception) -> str:
+    """What a failed load's message ends with: what became of its package."""
+    if isinstance(error, OvertakenPackageError):
+        return "Nothing of it was loaded; pipeline.drop_pending_packages() discards it"
+    if isinstance(error, SparkloadError):
+        # A refused load (bad hints, duplicate keys, a type conflict) changes nothing;
+        # the package waits so a fixed run can retry it, or it can be dropped.
+        return (
+            "The load package stays in the working directory and the next run retries "
+            "it; pipeline.drop_pending_packages() discards it"
+        )
+    return ""
 
 
 def _add_empty_replace_tables(
