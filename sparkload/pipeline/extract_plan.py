@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from sparkload.exceptions import ResourceError
@@ -25,7 +26,7 @@ def _as_units(data: Any) -> list[Source | Resource | Any]:
 
 
 def build_plan(
-    data: Any, pipeline_name: str, table_name: str | None, hint_changes: dict[str, Any]
+    data: Any, pipeline_name: str, table_name: str | None, hint_changes: Mapping[str, Any]
 ) -> list[ExtractPlanItem]:
     """Plan items for ``data`` with the run's hints applied to every resource."""
     entries: list[ExtractPlanItem] = []
@@ -55,7 +56,7 @@ def build_plan(
     return entries
 
 
-def _hinted(resource: Resource, table_name: str | None, hint_changes: dict[str, Any]) -> Resource:
+def _hinted(resource: Resource, table_name: str | None, hint_changes: Mapping[str, Any]) -> Resource:
     changes = {k: v for k, v in hint_changes.items() if v is not None}
     if table_name is not None:
         changes["table_name"] = table_name

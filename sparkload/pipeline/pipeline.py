@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from typing_extensions import Unpack
+
 from sparkload import destinations
 from sparkload.common import context
 from sparkload.common.time import Window, as_utc
@@ -32,7 +34,7 @@ from sparkload.extract.extractor import (
     hints_for_manifest,
     normalize_column_path,
 )
-from sparkload.extract.hints import destructive_change_policy
+from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset
 from sparkload.load.folder import Folder
@@ -96,10 +98,7 @@ class RunArguments:
     """What run(), plan() and extract() are told besides the data."""
 
     table_name: str | None
-    write_disposition: Any
-    primary_key: Any
-    merge_key: Any
-    columns: Any
+    hints: TableHintArgs
     execution_time: datetime.datetime | str | None
 
     def __post_init__(self) -> None:
@@ -111,15 +110,6 @@ class RunArguments:
             if self.execution_time is not None
             else datetime.datetime.now(datetime.timezone.utc)
         )
-
-    @property
-    def hint_changes(self) -> dict[str, Any]:
-        return {
-            "write_disposition": self.write_disposition,
-            "primary_key": self.primary_key,
-            "merge_key": self.merge_key,
-            "columns": self.columns,
-        }
 
 
 class Pipeline:
@@ -232,14 +222,11 @@ class Pipeline:
         data: Any = None,
         *,
         table_name: str | None = None,
-        write_disposition: Any = None,
-        primary_key: Any = None,
-        merge_key: Any = None,
-        columns: Any = None,
         execution_time: datetime.datetime | str | None = None,
         restate: Sequence[str] | None = None,
         start: Any = None,
         end: Any = None,
+        **hints: Unpack[TableHintArgs],
     ) -> LoadInfo:
         """Extract, normalize and load ``data``.
 
@@ -251,6 +238,7 @@ class Pipeline:
         for those resources and the transformers reading from them (see
         ``pipeline/restatement.py``).
         """
+        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, "Pipeline.run")
         with pipeline_step("extract", None):
             if (start is not None or end is not None) and not restate:
                 raise ResourceError("start= and end= go with restate=")
@@ -269,7 +257,7 @@ class Pipeline:
         info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         if data is None:
             return info
-        args = RunArguments(table_name, write_disposition, primary_key, merge_key, columns, execution_time)
+        args = RunArguments(table_name, hints, execution_time)
         scheduled = self._schedule(data, args, restate, start, end)
         clock = args.clock
         # Batch by batch, so a long backfill commits as it goes and resumes where it stopped.
@@ -287,25 +275,23 @@ class Pipeline:
         data: Any,
         *,
         table_name: str | None = None,
-        write_disposition: Any = None,
-        primary_key: Any = None,
-        merge_key: Any = None,
-        columns: Any = None,
         execution_time: datetime.datetime | str | None = None,
         restate: Sequence[str] | None = None,
         start: Any = None,
         end: Any = None,
         extract: bool = False,
+        **hints: Unpack[TableHintArgs],
     ) -> Plan:
         """What ``run()`` with these arguments would do, computed without writing to the
         destination; ``plan.apply()`` does exactly that (see ``pipeline/plan.py``)."""
+        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, "Pipeline.plan")
         self._discard_planned()  # an earlier plan's packages: this plan replaces it
         if self.has_pending_data():
             raise SparkloadError(
                 f"pipeline '{self.pipeline_name}' has load packages pending: run() finishes them, "
                 "drop_pending_packages() discards them; plan after that"
             )
-        args = RunArguments(table_name, write_disposition, primary_key, merge_key, columns, execution_time)
+        args = RunArguments(table_name, hints, execution_time)
         scheduled = self._schedule(data, args, restate, start, end)
         clock = args.clock
         normalized = None
@@ -320,9 +306,7 @@ class Pipeline:
                 for package in list_packages(self._staged)
                 for table in package.read(NORMALIZE_MANIFEST)["tables"]
             ]
-        run_args = dict(
-            args.hint_changes, data=data, table_name=table_name, restate=restate, start=start, end=end
-        )
+        run_args = dict(args.hints, data=data, table_name=table_name, restate=restate, start=start, end=end)
         return make_plan(self, scheduled, run_args, clock, normalized, extracted)
 
     @_locked
@@ -331,15 +315,13 @@ class Pipeline:
         data: Any,
         *,
         table_name: str | None = None,
-        write_disposition: Any = None,
-        primary_key: Any = None,
-        merge_key: Any = None,
-        columns: Any = None,
         execution_time: datetime.datetime | str | None = None,
+        **hints: Unpack[TableHintArgs],
     ) -> str | None:
         """Run the resources into a new load package (one per batch of time intervals a
         resource has to load); returns the last load id, or None when nothing was due."""
-        args = RunArguments(table_name, write_disposition, primary_key, merge_key, columns, execution_time)
+        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, "Pipeline.extract")
+        args = RunArguments(table_name, hints, execution_time)
         scheduled = self._schedule(data, args)
         load_id = None
         for batch in scheduled.batches:
@@ -357,7 +339,7 @@ class Pipeline:
         """The resources to extract and the packages to extract them into."""
         clock = args.clock
         with pipeline_step("extract", None):
-            plan = build_plan(data, self.pipeline_name, args.table_name, args.hint_changes)
+            plan = build_plan(data, self.pipeline_name, args.table_name, args.hints)
             schedule.refuse_time_ranges_without_intervals(plan)
             counted_from = self._extract_base()
             restated = None
