@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
+import functools
 import itertools
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
 from sparkload.extract.storage import TableFiles
 from sparkload.normalize.naming import RESERVED_TABLE_PREFIX, normalize_path, normalize_table_name
+from sparkload.side_by_side import run_side_by_side
 
 _END = object()
 # Threads for parallelized resources (dlt's default number of extract workers).
@@ -120,31 +120,34 @@ class Extractor:
     def run(self, plan: list[ExtractPlanItem]) -> dict[str, ExtractedTable]:
         """Run every resource of ``plan``: parallelized ones (dlt's ``parallelized=True``)
         each in a thread of their own, the others one after the other in this thread."""
-        parallel = [entry for entry in plan if entry.resource.parallelized]
-        futures: list[Future[None]] = []
+        # Each thread sees this extraction's context (pipeline, state, windows).
+        parallel = [
+            functools.partial(self._extract_in_turn, [entry]) for entry in plan if entry.resource.parallelized
+        ]
+        in_this_thread = [entry for entry in plan if not entry.resource.parallelized]
         try:
-            try:
-                with ThreadPoolExecutor(max_workers=_PARALLEL_WORKERS, thread_name_prefix="extract") as pool:
-                    # Each thread sees this extraction's context (pipeline, state, windows).
-                    futures = [
-                        pool.submit(contextvars.copy_context().run, self._extract_or_stop, entry)
-                        for entry in parallel
-                    ]
-                    for entry in plan:
-                        if not entry.resource.parallelized:
-                            self._extract_or_stop(entry)
-            except _Cancelled:
-                pass  # a parallelized resource failed first: its error is raised below
-            for future in futures:
-                error = future.exception()
-                if error is not None and not isinstance(error, _Cancelled):
-                    raise error
+            run_side_by_side(
+                parallel,
+                _PARALLEL_WORKERS,
+                "extract",
+                alongside=functools.partial(self._extract_in_turn, in_this_thread),
+            )
         finally:
             for files in self._files.values():
                 files.close()
         for name, files in self._files.items():
             self.tables[name].rows = files.rows
         return self.tables
+
+    def _extract_in_turn(self, entries: list[ExtractPlanItem]) -> None:
+        """``entries`` one after the other, until one fails here or in another thread; a
+        resource cancelled for another's failure ends quietly, so that failure is the one
+        raised."""
+        try:
+            for entry in entries:
+                self._extract_or_stop(entry)
+        except _Cancelled:
+            pass
 
     def _extract_or_stop(self, entry: ExtractPlanItem) -> None:
         try:
@@ -224,19 +227,12 @@ class Extractor:
 
         Returns the rest of ``items`` (from the first non-dict on) and its position.
         """
-        (
-            dumps,
-            default,
-            options,
-            nul_string,
-            tag_count,
-            find,
-            count,
-            backslash,
-            null,
-            holds_special_float,
-            dumps_escaped,
-        ) = batch_serializer()
+        serializer = batch_serializer()
+        # Locals, not attribute lookups, in the loop below: it runs once per row.
+        dumps, default, options = serializer.dumps, serializer.default, serializer.options
+        find, count, tag_count = serializer.find, serializer.count, serializer.tag_count
+        backslash, null, nul_string = serializer.backslash, serializer.null, serializer.nul_string
+        holds_special_float, dumps_escaped = serializer.holds_special_float, serializer.dumps_escaped
         files = self._files_for(table, entry)
         batch: list[bytes] = []
         append = batch.append

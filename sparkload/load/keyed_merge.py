@@ -22,7 +22,7 @@ from sparkload.exceptions import LoadError
 from sparkload.load import dispositions, merge_sql, sequence
 from sparkload.load.commits import TableCommit
 from sparkload.load.merge_family import MergeFamily, add_children, no_ids, replace_children
-from sparkload.load.sql import qualified, quote
+from sparkload.load.sql import conjunction, qualified, quote
 from sparkload.normalize.normalizer import ID
 
 
@@ -102,17 +102,19 @@ def _delete_insert(
         markers = family.fixed.get(
             f"deletes/{family.root}", lambda: dispositions.rows_to_delete(root, rows, keys)
         )
-        on = merge_sql.conjunction_of(
-            merge_sql.is_marker(),
-            merge_sql.columns_match([ID]),
-            # The keys add nothing to the match, but let the engine skip files by statistics.
-            *(key_match if len(key_match) == 1 else []),
+        on = conjunction(
+            [
+                merge_sql.is_marker(),
+                merge_sql.columns_match([ID]),
+                # The keys add nothing to the match, but let the engine skip files by statistics.
+                *(key_match if len(key_match) == 1 else []),
+            ]
         )
         children = replace_children(family, markers, written_ids)
     else:
         # Without nested tables the load's own keys are the markers: no scan beforehand.
         markers = rows.select(*[F.col(quote(k)) for k in dict.fromkeys([*keys[0], *keys[1]])]).distinct()
-        on = merge_sql.conjunction_of(merge_sql.is_marker(), merge_sql.either(*key_match))
+        on = conjunction([merge_sql.is_marker(), merge_sql.either(*key_match)])
         children = []
     action = functools.partial(
         merge_sql.merge_into,

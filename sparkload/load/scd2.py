@@ -28,7 +28,7 @@ from sparkload.load import dispositions, merge_sql
 from sparkload.load.commits import TableCommit
 from sparkload.load.merge_config import EPOCH, Scd2Config
 from sparkload.load.merge_family import MergeFamily, add_children, of_roots
-from sparkload.load.sql import quote
+from sparkload.load.sql import conjunction, quote
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.normalizer import ID, LOAD_ID, PARENT_ID, ROOT_ID, SYSTEM_COLUMNS
 
@@ -62,11 +62,13 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
     action = functools.partial(
         merge_sql.merge_into,
         source=changes,
-        on=merge_sql.conjunction_of(
-            merge_sql.is_marker(),
-            merge_sql.columns_match([ID]),
-            # (id, valid_from) is unique: a row hash recurs when a record comes back.
-            merge_sql.columns_match([scd2.valid_from]),
+        on=conjunction(
+            [
+                merge_sql.is_marker(),
+                merge_sql.columns_match([ID]),
+                # (id, valid_from) is unique: a row hash recurs when a record comes back.
+                merge_sql.columns_match([scd2.valid_from]),
+            ]
         ),
         clauses=[
             merge_sql.when_matched_set([scd2.valid_to]),
