@@ -28,8 +28,8 @@ from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import NormalizeError, ResourceError, SparkloadError
 from sparkload.extract.extractor import (
     ExtractedTable,
+    ExtractJob,
     Extractor,
-    ExtractPlanItem,
     every_entry,
     hints_for_manifest,
     normalize_column_path,
@@ -46,7 +46,7 @@ from sparkload.pipeline import pipeline_file, resource_tables, restatement, sche
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
 from sparkload.pipeline.engine_check import check_engine_sees
-from sparkload.pipeline.extract_plan import build_plan
+from sparkload.pipeline.extract_jobs import extract_jobs
 from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.lock import OvertakenPackageError, RunLock, check_not_overtaken
 from sparkload.pipeline.package import (
@@ -262,7 +262,7 @@ class Pipeline:
         clock = args.clock
         # Batch by batch, so a long backfill commits as it goes and resumes where it stopped.
         for batch in scheduled.batches:
-            self._extract_batch(scheduled.plan, batch, clock)
+            self._extract_batch(scheduled.jobs, batch, clock)
             self.normalize()
             info = info.followed_by(self.load())
         info.notes[:0] = scheduled.notes
@@ -297,7 +297,7 @@ class Pipeline:
         normalized = None
         extracted = []
         if extract:
-            extracted = [self._extract_batch(scheduled.plan, batch, clock) for batch in scheduled.batches]
+            extracted = [self._extract_batch(scheduled.jobs, batch, clock) for batch in scheduled.batches]
             self.normalize()
             for package in list_packages(self._staged):
                 package.write(PLANNED_MANIFEST, {})
@@ -325,7 +325,7 @@ class Pipeline:
         scheduled = self._schedule(data, args)
         load_id = None
         for batch in scheduled.batches:
-            load_id = self._extract_batch(scheduled.plan, batch, args.clock)
+            load_id = self._extract_batch(scheduled.jobs, batch, args.clock)
         return load_id
 
     def _schedule(
@@ -339,20 +339,18 @@ class Pipeline:
         """The resources to extract and the packages to extract them into."""
         clock = args.clock
         with pipeline_step("extract", None):
-            plan = build_plan(data, self.pipeline_name, args.table_name, args.hints)
-            schedule.refuse_time_ranges_without_intervals(plan)
+            jobs = extract_jobs(data, self.pipeline_name, args.table_name, args.hints)
+            schedule.refuse_time_ranges_without_intervals(jobs)
             counted_from = self._extract_base()
             restated = None
             if restate:
-                restated = restatement.restate(plan, restate, start, end, counted_from, clock)
-                plan, counted_from = restated.plan, restated.state
+                restated = restatement.restate(jobs, restate, start, end, counted_from, clock)
+                jobs, counted_from = restated.jobs, restated.state
                 for note in restated.notes:
                     logger.warning(note)
-            return schedule.Scheduled(plan, schedule.batches(plan, counted_from, clock), restated)
+            return schedule.Scheduled(jobs, schedule.batches(jobs, counted_from, clock), restated)
 
-    def _extract_batch(
-        self, plan: list[ExtractPlanItem], batch: schedule.Batch, clock: datetime.datetime
-    ) -> str:
+    def _extract_batch(self, jobs: list[ExtractJob], batch: schedule.Batch, clock: datetime.datetime) -> str:
         trace = self._trace()
         load_id = _new_load_id()
         package = LoadPackage(self._extracted, load_id)
@@ -363,16 +361,16 @@ class Pipeline:
             try:
                 with context.extraction(self, working_state, batch.windows, clock):
                     extractor = Extractor(package.extracted_dir, self.progress.items, inference.file_closed)
-                    tables = extractor.run(batch.plan)
+                    tables = extractor.run(batch.jobs)
             except BaseException:
                 inference.cancel()
                 raise
             for name, schema in inference.results().items():
                 tables[name].json_schema = schema
-            _add_empty_replace_tables(batch.plan, tables, batch.windows)
-            _add_time_ranges(batch.plan, tables, batch.windows)
-            schedule.record_windows(working_state, batch, schedule.sources_by_resource(plan))
-            resource_tables.record(working_state, batch.plan, tables.values())
+            _add_empty_replace_tables(batch.jobs, tables, batch.windows)
+            _add_time_ranges(batch.jobs, tables, batch.windows)
+            schedule.record_windows(working_state, batch, schedule.sources_by_resource(jobs))
+            resource_tables.record(working_state, batch.jobs, tables.values())
             _record_keys(working_state, tables.values())
             package.write(
                 EXTRACT_MANIFEST,
@@ -601,11 +599,11 @@ def _load_advice(error: Exception) -> str:
 
 
 def _add_empty_replace_tables(
-    plan: list[Any], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
+    jobs: list[ExtractJob], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
 ) -> None:
     """A replace resource that yielded nothing still empties its table, as in dlt; an
     interval resource that yielded nothing for its window still empties the window."""
-    for entry in plan:
+    for entry in jobs:
         resource = entry.resource
         empties = resource.hints.starts_over or resource.name in windows
         if not empties or callable(resource.table_name):
@@ -624,10 +622,10 @@ def _record_keys(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> Non
 
 
 def _add_time_ranges(
-    plan: list[Any], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
+    jobs: list[ExtractJob], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
 ) -> None:
     """Tell the loader which window each interval resource's tables replace."""
-    specs = {entry.resource.name: entry.resource.intervals for entry in every_entry(plan)}
+    specs = {entry.resource.name: entry.resource.intervals for entry in every_entry(jobs)}
     for table in tables.values():
         window = windows.get(table.resource)
         spec = specs.get(table.resource)

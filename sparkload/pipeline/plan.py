@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 
 from sparkload.common.time import Window
 from sparkload.exceptions import SparkloadError
-from sparkload.extract.extractor import ExtractPlanItem, every_entry, normalize_column_path
+from sparkload.extract.extractor import ExtractJob, every_entry, normalize_column_path
 from sparkload.extract.incremental import Incremental
 from sparkload.load import destructive
 from sparkload.normalize.naming import normalize_table_name
@@ -185,7 +185,7 @@ def make_plan(
     state = pipeline.state
     tables = [
         _table_plan(pipeline, entry, normalized, state)
-        for entry in every_entry(scheduled.plan)
+        for entry in every_entry(scheduled.jobs)
         if not callable(entry.resource.table_name)
     ]
     restated = scheduled.restatement.restated if scheduled.restatement is not None else {}
@@ -200,7 +200,7 @@ def make_plan(
             len(windows.get(entry.resource.name, [])),
             _inclusive(*restated[entry.resource.name]) if entry.resource.name in restated else None,
         )
-        for entry in every_entry(scheduled.plan)
+        for entry in every_entry(scheduled.jobs)
         if entry.resource.intervals is not None
     ]
     ignored = (
@@ -215,7 +215,7 @@ def make_plan(
         tables,
         intervals,
         ignored,
-        _incremental_starts(scheduled.plan, state),
+        _incremental_starts(scheduled.jobs, state),
         extracted,
         _pipeline=pipeline,
         _run=run_args,
@@ -226,7 +226,7 @@ def make_plan(
 
 def _table_plan(
     pipeline: Pipeline,
-    entry: ExtractPlanItem,
+    entry: ExtractJob,
     normalized: list[NormalizedTable] | None,
     state: Mapping[str, Any],
 ) -> TablePlan:
@@ -294,11 +294,11 @@ def _widens(old: T.DataType, new: T.DataType) -> bool:
     return isinstance(old, T.DoubleType) and isinstance(new, (*integral, T.FloatType))
 
 
-def _incremental_starts(plan: list[ExtractPlanItem], state: Mapping[str, Any]) -> dict[str, Any]:
+def _incremental_starts(jobs: list[ExtractJob], state: Mapping[str, Any]) -> dict[str, Any]:
     import inspect
 
     starts: dict[str, Any] = {}
-    for entry in every_entry(plan):
+    for entry in every_entry(jobs):
         func = entry.resource._func
         if func is None:
             continue
