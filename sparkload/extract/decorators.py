@@ -7,10 +7,12 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from typing_extensions import Unpack
+
 from sparkload.common import context
 from sparkload.config import bind_config
 from sparkload.exceptions import ResourceError
-from sparkload.extract.hints import TableHints
+from sparkload.extract.hints import ResourceHintArgs, TableHints, refuse_unknown_hints
 from sparkload.extract.intervals import declared_intervals
 from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
@@ -22,35 +24,37 @@ def resource(
     data: Any = None,
     /,
     name: str | None = None,
-    table_name: Any = None,
-    write_disposition: Any = None,
-    primary_key: Any = None,
-    merge_key: Any = None,
-    columns: Any = None,
-    max_table_nesting: int | None = None,
+    *,
     selected: bool = True,
     parallelized: bool = False,
-    on_destructive_change: str | None = None,
     tags: Any = (),
     disable_restatement: bool | None = None,
-    **_ignored: Any,
+    **hints: Unpack[ResourceHintArgs],
 ) -> Any:
-    """Make a resource of a generator function (as a decorator) or of data (called)."""
+    """Make a resource of a generator function (as a decorator) or of data (called).
+
+    Keywords of dlt's that sparkload has no use for (``schema_contract`` …) are ignored."""
 
     def wrap(target: Any) -> Resource:
         resource_name = name or getattr(target, "__name__", None)
         if not resource_name or resource_name == "<lambda>":
             raise ResourceError("a resource made from data needs name=")
-        disposition = write_disposition
+        disposition = hints.get("write_disposition")
         if disposition is None and declared_intervals(target if callable(target) else None) is not None:
             disposition = TIME_RANGE  # SQLMesh's INCREMENTAL_BY_TIME_RANGE
-        hints = TableHints.build(
-            table_name, disposition, primary_key, merge_key, columns, max_table_nesting, on_destructive_change
+        table_hints = TableHints.build(
+            hints.get("table_name"),
+            disposition,
+            hints.get("primary_key"),
+            hints.get("merge_key"),
+            hints.get("columns"),
+            hints.get("max_table_nesting"),
+            hints.get("on_destructive_change"),
         )
         made = Resource(
             resource_name,
             target,
-            hints,
+            table_hints,
             selected=selected,
             parallelized=parallelized,
             tags=(tags,) if isinstance(tags, str) else tuple(tags),
@@ -70,35 +74,25 @@ def transformer(
     /,
     data_from: Resource | None = None,
     name: str | None = None,
-    table_name: Any = None,
-    write_disposition: Any = None,
-    primary_key: Any = None,
-    merge_key: Any = None,
-    columns: Any = None,
-    max_table_nesting: int | None = None,
+    *,
     selected: bool = True,
     parallelized: bool = False,
-    on_destructive_change: str | None = None,
     tags: Any = (),
     disable_restatement: bool | None = None,
+    **hints: Unpack[ResourceHintArgs],
 ) -> Any:
     """A resource fed by another resource's items: ``fn(item, *args)`` yields new items."""
+    refuse_unknown_hints(hints, ResourceHintArgs.__optional_keys__, "transformer")
 
     def wrap(func: Callable[..., Any]) -> Resource:
         made: Resource = resource(
             func,
             name=name,
-            table_name=table_name,
-            write_disposition=write_disposition,
-            primary_key=primary_key,
-            merge_key=merge_key,
-            columns=columns,
-            max_table_nesting=max_table_nesting,
             selected=selected,
             parallelized=parallelized,
-            on_destructive_change=on_destructive_change,
             tags=tags,
             disable_restatement=disable_restatement,
+            **hints,
         )
         made._data_from = data_from
         return made

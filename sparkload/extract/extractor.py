@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import datetime
+import functools
 import itertools
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import orjson
 from sparkload.common.context import resource_scope
 from sparkload.common.hints import COLUMN_NAME_OPTIONS, LoadHints, WriteDisposition
 from sparkload.common.naming import RESERVED_TABLE_PREFIX, normalize_path, normalize_table_name
+from sparkload.common.side_by_side import run_side_by_side
 from sparkload.exceptions import ExtractError, SparkloadError, UnsupportedItemError
 from sparkload.extract.hints import TableHints
 from sparkload.extract.items import is_arrow, is_pandas, to_arrow
@@ -53,19 +53,20 @@ class ExtractedTable:
 
 
 @dataclasses.dataclass
-class ExtractPlanItem:
-    """A resource to run, with the source-wide settings that apply to it."""
+class ExtractJob:
+    """One resource to extract into a load package, with the source-wide settings that
+    apply to it; ``children`` are the transformers fed from the same pass over it."""
 
     resource: Resource
     source_name: str
     root_key: bool = False
     max_table_nesting: int | None = None
-    children: list[ExtractPlanItem] = dataclasses.field(default_factory=list)
+    children: list[ExtractJob] = dataclasses.field(default_factory=list)
 
 
-def every_entry(plan: list[ExtractPlanItem]) -> list[ExtractPlanItem]:
-    """The entries of ``plan`` and, after each, its transformers', depth first."""
-    return [entry for root in plan for entry in [root, *every_entry(root.children)]]
+def every_entry(jobs: list[ExtractJob]) -> list[ExtractJob]:
+    """The ``jobs`` and, after each, its transformers', depth first."""
+    return [entry for root in jobs for entry in [root, *every_entry(root.children)]]
 
 
 def normalize_column_path(name: str) -> str:
@@ -108,7 +109,7 @@ def load_hints(hints: TableHints, root_key: bool, max_table_nesting: int | None)
 
 
 class Extractor:
-    """Writes every item of the planned resources into ``extracted_dir``."""
+    """Writes every item of the resources of its jobs into ``extracted_dir``."""
 
     def __init__(
         self,
@@ -128,28 +129,21 @@ class Extractor:
         # next batch instead of running to the end for nothing.
         self._failed = threading.Event()
 
-    def run(self, plan: list[ExtractPlanItem]) -> dict[str, ExtractedTable]:
-        """Run every resource of ``plan``: parallelized ones (dlt's ``parallelized=True``)
+    def run(self, jobs: list[ExtractJob]) -> dict[str, ExtractedTable]:
+        """Run every resource of ``jobs``: parallelized ones (dlt's ``parallelized=True``)
         each in a thread of their own, the others one after the other in this thread."""
-        parallel = [entry for entry in plan if entry.resource.parallelized]
-        futures: list[Future[None]] = []
+        # Each thread sees this extraction's context (pipeline, state, windows).
+        parallel = [
+            functools.partial(self._extract_in_turn, [entry]) for entry in jobs if entry.resource.parallelized
+        ]
+        in_this_thread = [entry for entry in jobs if not entry.resource.parallelized]
         try:
-            try:
-                with ThreadPoolExecutor(max_workers=_PARALLEL_WORKERS, thread_name_prefix="extract") as pool:
-                    # Each thread sees this extraction's context (pipeline, state, windows).
-                    futures = [
-                        pool.submit(contextvars.copy_context().run, self._extract_or_stop, entry)
-                        for entry in parallel
-                    ]
-                    for entry in plan:
-                        if not entry.resource.parallelized:
-                            self._extract_or_stop(entry)
-            except _Cancelled:
-                pass  # a parallelized resource failed first: its error is raised below
-            for future in futures:
-                error = future.exception()
-                if error is not None and not isinstance(error, _Cancelled):
-                    raise error
+            run_side_by_side(
+                parallel,
+                _PARALLEL_WORKERS,
+                "extract",
+                alongside=functools.partial(self._extract_in_turn, in_this_thread),
+            )
         finally:
             for files in self._files.values():
                 files.close()
@@ -157,7 +151,17 @@ class Extractor:
             self.tables[name].rows = files.rows
         return self.tables
 
-    def _extract_or_stop(self, entry: ExtractPlanItem) -> None:
+    def _extract_in_turn(self, entries: list[ExtractJob]) -> None:
+        """``entries`` one after the other, until one fails here or in another thread; a
+        resource cancelled for another's failure ends quietly, so that failure is the one
+        raised."""
+        try:
+            for entry in entries:
+                self._extract_or_stop(entry)
+        except _Cancelled:
+            pass
+
+    def _extract_or_stop(self, entry: ExtractJob) -> None:
         try:
             self._extract(entry)
         except BaseException:
@@ -168,7 +172,7 @@ class Extractor:
         if self._failed.is_set():
             raise _Cancelled()
 
-    def _extract(self, entry: ExtractPlanItem, items: Iterator[Any] | None = None) -> None:
+    def _extract(self, entry: ExtractJob, items: Iterator[Any] | None = None) -> None:
         resource = entry.resource
         with resource_scope(entry.source_name, resource.name):
             try:
@@ -190,7 +194,7 @@ class Extractor:
             except Exception as exc:
                 raise ExtractError(resource.name, f"{type(exc).__name__}: {exc}") from exc
 
-    def _write_pages(self, entry: ExtractPlanItem, pages: Iterator[Any]) -> None:
+    def _write_pages(self, entry: ExtractJob, pages: Iterator[Any]) -> None:
         """A parent shared with transformers: write each page, then hand it to them."""
         position = 0
         for page in pages:
@@ -200,7 +204,7 @@ class Extractor:
             for child in entry.children:
                 self._extract(child, child.resource.iter_items_from(iter((page,))))
 
-    def _write_items(self, entry: ExtractPlanItem, items: Iterator[Any], start: int = 0) -> None:
+    def _write_items(self, entry: ExtractJob, items: Iterator[Any], start: int = 0) -> None:
         resource = entry.resource
         static_table = None if callable(resource.table_name) else str(resource.table_name)
         position = start
@@ -229,25 +233,18 @@ class Extractor:
             raise explain_failure(resource, position, item, exc) from None
 
     def _write_leading_dicts(
-        self, entry: ExtractPlanItem, table: str, items: Iterator[Any], position: int
+        self, entry: ExtractJob, table: str, items: Iterator[Any], position: int
     ) -> tuple[Iterator[Any], int]:
         """The hot path: a run of plain dicts for one table, serialized in a tight loop.
 
         Returns the rest of ``items`` (from the first non-dict on) and its position.
         """
-        (
-            dumps,
-            default,
-            options,
-            nul_string,
-            tag_count,
-            find,
-            count,
-            backslash,
-            null,
-            holds_special_float,
-            dumps_escaped,
-        ) = batch_serializer()
+        serializer = batch_serializer()
+        # Locals, not attribute lookups, in the loop below: it runs once per row.
+        dumps, default, options = serializer.dumps, serializer.default, serializer.options
+        find, count, tag_count = serializer.find, serializer.count, serializer.tag_count
+        backslash, null, nul_string = serializer.backslash, serializer.null, serializer.nul_string
+        holds_special_float, dumps_escaped = serializer.holds_special_float, serializer.dumps_escaped
         files = self._files_for(table, entry)
         batch: list[bytes] = []
         append = batch.append
@@ -286,9 +283,7 @@ class Extractor:
             return iter(()), position
         return itertools.chain((item,), items), position
 
-    def _write_other(
-        self, entry: ExtractPlanItem, static_table: str | None, position: int, item: Any
-    ) -> None:
+    def _write_other(self, entry: ExtractJob, static_table: str | None, position: int, item: Any) -> None:
         resource = entry.resource
         if isinstance(item, dict):  # a dict subclass (OrderedDict, ...)
             item = dict(item)
@@ -311,14 +306,14 @@ class Extractor:
                 position=position,
             )
 
-    def _files_for(self, table: str, entry: ExtractPlanItem) -> TableFiles:
+    def _files_for(self, table: str, entry: ExtractJob) -> TableFiles:
         files = self._by_raw_name.get(table)
         if files is not None:
             return files
         with self._files_lock:
             return self._new_files_for(table, entry)
 
-    def _new_files_for(self, table: str, entry: ExtractPlanItem) -> TableFiles:
+    def _new_files_for(self, table: str, entry: ExtractJob) -> TableFiles:
         name = normalize_table_name(table)
         if name.startswith(RESERVED_TABLE_PREFIX):
             raise ExtractError(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from sparkload.common.hints import DATA_TYPES, DESTRUCTIVE_CHANGE_POLICIES, WriteDisposition
 from sparkload.exceptions import ResourceError
@@ -124,3 +124,47 @@ class TableHints:
     def starts_over(self) -> bool:
         """Whether a run starts the cursors over: a replace does in dlt, and so does a refresh."""
         return self.refresh or self.write_disposition.disposition == "replace"
+
+
+class TableHintArgs(TypedDict, total=False):
+    """The hint keywords ``Pipeline.run()``, ``extract()`` and ``plan()`` apply to every
+    resource of the data they are given, with dlt's names. A hint left out, or None, leaves
+    each resource's own."""
+
+    write_disposition: str | Mapping[str, Any] | None
+    """How rows land: ``"append"``, ``"replace"``, ``"merge"``, or a dict such as
+    ``{"disposition": "merge", "strategy": "scd2", ...}`` with a strategy and its options."""
+
+    primary_key: TKey | None
+    """The column(s) identifying a row: a merge keeps one row per key."""
+
+    merge_key: TKey | None
+    """The column(s) whose values a merge replaces as a whole (a day, a partition)."""
+
+    columns: TColumnHints | Sequence[Mapping[str, Any]] | None
+    """Column hints, ``{name: {"data_type": ..., "nullable": ...}}`` or a list of dicts each
+    with a ``"name"``."""
+
+
+class ResourceHintArgs(TableHintArgs, total=False):
+    """The hint keywords of ``@sl.resource``, ``@sl.transformer`` and
+    ``Resource.apply_hints()``: those of ``TableHintArgs`` and these."""
+
+    table_name: TTableName | None
+    """The table the rows land in: a name, or a function of an item returning its table's
+    name (default: the resource's name)."""
+
+    max_table_nesting: int | None
+    """How deep nested dicts and lists become nested tables; deeper ones stay JSON."""
+
+    on_destructive_change: str | None
+    """``"error"``, ``"warn"`` or ``"allow"`` a load that would change the table
+    destructively (None: the pipeline's setting)."""
+
+
+def refuse_unknown_hints(given: Mapping[str, object], accepted: frozenset[str], caller: str) -> None:
+    """Raise the TypeError Python raises for a keyword ``caller`` does not take: keywords
+    typed by a hint TypedDict reach the function whatever they are."""
+    for keyword in given:
+        if keyword not in accepted:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {keyword!r}")

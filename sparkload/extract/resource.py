@@ -7,11 +7,13 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from typing_extensions import Unpack
+
 from sparkload.common import context
 from sparkload.common.hints import WriteDisposition
 from sparkload.config import ConfigBoundArguments, bind_config
 from sparkload.exceptions import ResourceError, SparkloadError
-from sparkload.extract.hints import TableHints, TTableName
+from sparkload.extract.hints import ResourceHintArgs, TableHints, TTableName, refuse_unknown_hints
 from sparkload.extract.incremental import Incremental, bind_incrementals, declares_incremental
 from sparkload.extract.intervals import bind_intervals, declared_intervals
 from sparkload.extract.items import iterate_any
@@ -71,26 +73,10 @@ class Resource:
     def write_disposition(self) -> WriteDisposition:
         return self.hints.write_disposition
 
-    def apply_hints(
-        self,
-        table_name: TTableName | None = None,
-        write_disposition: Any = None,
-        primary_key: Any = None,
-        merge_key: Any = None,
-        columns: Any = None,
-        max_table_nesting: int | None = None,
-        on_destructive_change: str | None = None,
-    ) -> Resource:
+    def apply_hints(self, **hints: Unpack[ResourceHintArgs]) -> Resource:
         """Change the hints in place (None leaves a hint as it is); returns the resource."""
-        self.hints = self.hints.merge(
-            table_name=table_name,
-            write_disposition=write_disposition,
-            primary_key=primary_key,
-            merge_key=merge_key,
-            columns=columns,
-            max_table_nesting=max_table_nesting,
-            on_destructive_change=on_destructive_change,
-        )
+        refuse_unknown_hints(hints, ResourceHintArgs.__optional_keys__, "Resource.apply_hints")
+        self.hints = self.hints.merge(**hints)
         return self
 
     def with_name(self, new_name: str) -> Resource:

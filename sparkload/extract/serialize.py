@@ -11,11 +11,12 @@ tagged too.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
 import decimal
 import math
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -114,21 +115,39 @@ def check_tags(item: dict[str, Any], line: bytes, tags_before: int) -> bytes:
     return line
 
 
-def batch_serializer() -> Any:
-    """The pieces of dumps_row for a loop that inlines it (see extract/extractor.py); a
-    JSONEncodeError there goes to dumps_row."""
-    return (
-        orjson.dumps,
-        _default,
-        _OPTIONS,
-        _NUL_STRING,
-        _tag_count,
-        bytes.find,  # a method call: ``in`` on bytes first tries the needle as an int
-        bytes.count,
-        _BACKSLASH,
-        _NULL,
-        holds_special_float,
-        dumps_escaped,
+@dataclasses.dataclass(frozen=True)
+class BatchSerializer:
+    """The pieces of dumps_row for a loop that inlines it (see extract/extractor.py), which
+    binds each to a local once; a JSONEncodeError there goes to dumps_row."""
+
+    dumps: Callable[..., bytes]
+    default: Callable[[Any], Any]
+    options: int
+    nul_string: bytes
+    tag_count: list[int]
+    # bytes.find, not ``in``: ``in`` on bytes first tries the needle as an int
+    find: Callable[[bytes, bytes], int]
+    count: Callable[[bytes, bytes], int]
+    backslash: bytes
+    null: bytes
+    holds_special_float: Callable[[dict[str, Any], int], bool]
+    dumps_escaped: Callable[[dict[str, Any]], bytes]
+
+
+def batch_serializer() -> BatchSerializer:
+    """The pieces dumps_row is made of, for the extractor's loop over plain dicts."""
+    return BatchSerializer(
+        dumps=orjson.dumps,
+        default=_default,
+        options=_OPTIONS,
+        nul_string=_NUL_STRING,
+        tag_count=_tag_count,
+        find=bytes.find,
+        count=bytes.count,
+        backslash=_BACKSLASH,
+        null=_NULL,
+        holds_special_float=holds_special_float,
+        dumps_escaped=dumps_escaped,
     )
 
 

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkload.common.sql import qualified, quote
+from sparkload.common.sql import conjunction, qualified, quote
 from sparkload.common.system_columns import ID
 from sparkload.exceptions import DuplicateKeyError
 from sparkload.load import dispositions, merge_sql, sequence
@@ -102,17 +102,19 @@ def _delete_insert(
         markers = family.fixed.get(
             f"deletes/{family.root}", lambda: dispositions.rows_to_delete(root, rows, keys)
         )
-        on = merge_sql.conjunction_of(
-            merge_sql.is_marker(),
-            merge_sql.columns_match([ID]),
-            # The keys add nothing to the match, but let the engine skip files by statistics.
-            *(key_match if len(key_match) == 1 else []),
+        on = conjunction(
+            [
+                merge_sql.is_marker(),
+                merge_sql.columns_match([ID]),
+                # The keys add nothing to the match, but let the engine skip files by statistics.
+                *(key_match if len(key_match) == 1 else []),
+            ]
         )
         children = replace_children(family, markers, written_ids)
     else:
         # Without nested tables the load's own keys are the markers: no scan beforehand.
         markers = rows.select(*[F.col(quote(k)) for k in dict.fromkeys([*keys[0], *keys[1]])]).distinct()
-        on = merge_sql.conjunction_of(merge_sql.is_marker(), merge_sql.either(*key_match))
+        on = conjunction([merge_sql.is_marker(), merge_sql.either(*key_match)])
         children = []
     action = functools.partial(
         merge_sql.merge_into,

@@ -40,14 +40,6 @@ logger = logging.getLogger(__name__)
 _CONCURRENT_COMMITS = 4
 
 
-def _append(table: DeltaTable, df: DataFrame, load_id: str) -> None:
-    dispositions.append(table, df, load_id)
-
-
-def _replace(table: DeltaTable, df: DataFrame, load_id: str) -> None:
-    dispositions.replace(table, df, load_id)
-
-
 def _truncate(table: DeltaTable, load_id: str) -> None:
     if table.exists():
         dispositions.truncate(table, load_id)
@@ -189,7 +181,7 @@ class Loader:
                 t.name,
                 rows[t.name],
                 declared,
-                functools.partial(_replace, df=frames[t.name], load_id=self.load_id),
+                functools.partial(dispositions.replace, df=frames[t.name], load_id=self.load_id),
             )
             for t in family
         ]
@@ -200,7 +192,9 @@ class Loader:
 
     def _append(self, name: str, rows: int, label: str, df: DataFrame) -> TableCommit:
         check_types(df, self.dataset.table(name).schema(), name)
-        return TableCommit(name, rows, label, functools.partial(_append, df=df, load_id=self.load_id))
+        return TableCommit(
+            name, rows, label, functools.partial(dispositions.append, df=df, load_id=self.load_id)
+        )
 
     def _prepare_merge(
         self,

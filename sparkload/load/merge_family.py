@@ -26,6 +26,7 @@ from sparkload.load.dataset import Dataset
 from sparkload.load.fixed_frames import FixedFrames
 from sparkload.load.merge_config import MergeConfig
 from sparkload.load.schema_check import check_types
+from sparkload.load.sql import conjunction
 from sparkload.load.table import DeltaTable
 
 
@@ -103,7 +104,7 @@ def replace_children(
         action = functools.partial(
             merge_sql.merge_into,
             source=source,
-            on=merge_sql.conjunction_of(merge_sql.is_marker(), merge_sql.columns_match([ROOT_ID])),
+            on=conjunction([merge_sql.is_marker(), merge_sql.columns_match([ROOT_ID])]),
             clauses=[
                 merge_sql.when_matched_delete(),
                 merge_sql.when_not_matched_insert_all(merge_sql.is_row()),

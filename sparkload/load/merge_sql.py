@@ -40,10 +40,6 @@ def columns_match(columns: Sequence[str], null_safe: bool = False) -> str:
     return conjunction(f"{qualified(TARGET, c)} {operator} {qualified(SOURCE, c)}" for c in columns)
 
 
-def conjunction_of(*conditions: str) -> str:
-    return conjunction(conditions)
-
-
 def either(*conditions: str) -> str:
     return " OR ".join(f"({c})" for c in conditions)
 

@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkload.common.sql import quote
+from sparkload.common.sql import conjunction, quote
 from sparkload.common.system_columns import ID, LOAD_ID, PARENT_ID, ROOT_ID, SYSTEM_COLUMNS
 from sparkload.exceptions import LoadError
 from sparkload.load import dispositions, merge_sql
@@ -62,11 +62,13 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
     action = functools.partial(
         merge_sql.merge_into,
         source=changes,
-        on=merge_sql.conjunction_of(
-            merge_sql.is_marker(),
-            merge_sql.columns_match([ID]),
-            # (id, valid_from) is unique: a row hash recurs when a record comes back.
-            merge_sql.columns_match([scd2.valid_from]),
+        on=conjunction(
+            [
+                merge_sql.is_marker(),
+                merge_sql.columns_match([ID]),
+                # (id, valid_from) is unique: a row hash recurs when a record comes back.
+                merge_sql.columns_match([scd2.valid_from]),
+            ]
         ),
         clauses=[
             merge_sql.when_matched_set([scd2.valid_to]),

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from typing_extensions import Unpack
+
 from sparkload import destinations
 from sparkload.common import context
 from sparkload.common.folder import Folder
@@ -38,19 +40,18 @@ from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import (
     NormalizeError,
     OvertakenPackageError,
-    PipelineStepFailed,
     ResourceError,
     SparkloadError,
 )
 from sparkload.extract.extractor import (
     ExtractedTable,
+    ExtractJob,
     Extractor,
-    ExtractPlanItem,
     every_entry,
     load_hints,
     normalize_column_path,
 )
-from sparkload.extract.hints import destructive_change_policy
+from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset
 from sparkload.load.loader import Loader
@@ -60,11 +61,12 @@ from sparkload.pipeline import pipeline_file, resource_tables, restatement, sche
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
 from sparkload.pipeline.engine_check import check_engine_sees
-from sparkload.pipeline.extract_plan import build_plan
-from sparkload.pipeline.load_info import LoadInfo, StepTiming
+from sparkload.pipeline.extract_jobs import extract_jobs
+from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.lock import RunLock, check_not_overtaken
 from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import Progress
+from sparkload.pipeline.step import pipeline_step
 from sparkload.pipeline.trace import PipelineTrace
 
 logger = logging.getLogger(__name__)
@@ -102,10 +104,7 @@ class RunArguments:
     """What run(), plan() and extract() are told besides the data."""
 
     table_name: str | None
-    write_disposition: Any
-    primary_key: Any
-    merge_key: Any
-    columns: Any
+    hints: TableHintArgs
     execution_time: datetime.datetime | str | None
 
     def __post_init__(self) -> None:
@@ -117,15 +116,6 @@ class RunArguments:
             if self.execution_time is not None
             else datetime.datetime.now(datetime.timezone.utc)
         )
-
-    @property
-    def hint_changes(self) -> dict[str, Any]:
-        return {
-            "write_disposition": self.write_disposition,
-            "primary_key": self.primary_key,
-            "merge_key": self.merge_key,
-            "columns": self.columns,
-        }
 
 
 class Pipeline:
@@ -238,14 +228,11 @@ class Pipeline:
         data: Any = None,
         *,
         table_name: str | None = None,
-        write_disposition: Any = None,
-        primary_key: Any = None,
-        merge_key: Any = None,
-        columns: Any = None,
         execution_time: datetime.datetime | str | None = None,
         restate: Sequence[str] | None = None,
         start: Any = None,
         end: Any = None,
+        **hints: Unpack[TableHintArgs],
     ) -> LoadInfo:
         """Extract, normalize and load ``data``.
 
@@ -257,8 +244,10 @@ class Pipeline:
         for those resources and the transformers reading from them (see
         ``pipeline/restatement.py``).
         """
-        if (start is not None or end is not None) and not restate:
-            raise PipelineStepFailed("extract", None, ResourceError("start= and end= go with restate="))
+        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, "Pipeline.run")
+        with pipeline_step("extract", None):
+            if (start is not None or end is not None) and not restate:
+                raise ResourceError("start= and end= go with restate=")
         self.last_trace = PipelineTrace(self.pipeline_name)
         self._discard_planned()
         if self.has_pending_data():
@@ -274,12 +263,12 @@ class Pipeline:
         info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         if data is None:
             return info
-        args = RunArguments(table_name, write_disposition, primary_key, merge_key, columns, execution_time)
+        args = RunArguments(table_name, hints, execution_time)
         scheduled = self._schedule(data, args, restate, start, end)
         clock = args.clock
         # Batch by batch, so a long backfill commits as it goes and resumes where it stopped.
         for batch in scheduled.batches:
-            self._extract_batch(scheduled.plan, batch, clock)
+            self._extract_batch(scheduled.jobs, batch, clock)
             self.normalize()
             info = info.followed_by(self.load())
         info.notes[:0] = scheduled.notes
@@ -292,31 +281,29 @@ class Pipeline:
         data: Any,
         *,
         table_name: str | None = None,
-        write_disposition: Any = None,
-        primary_key: Any = None,
-        merge_key: Any = None,
-        columns: Any = None,
         execution_time: datetime.datetime | str | None = None,
         restate: Sequence[str] | None = None,
         start: Any = None,
         end: Any = None,
         extract: bool = False,
+        **hints: Unpack[TableHintArgs],
     ) -> Plan:
         """What ``run()`` with these arguments would do, computed without writing to the
         destination; ``plan.apply()`` does exactly that (see ``pipeline/plan.py``)."""
+        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, "Pipeline.plan")
         self._discard_planned()  # an earlier plan's packages: this plan replaces it
         if self.has_pending_data():
             raise SparkloadError(
                 f"pipeline '{self.pipeline_name}' has load packages pending: run() finishes them, "
                 "drop_pending_packages() discards them; plan after that"
             )
-        args = RunArguments(table_name, write_disposition, primary_key, merge_key, columns, execution_time)
+        args = RunArguments(table_name, hints, execution_time)
         scheduled = self._schedule(data, args, restate, start, end)
         clock = args.clock
         normalized = None
         extracted = []
         if extract:
-            extracted = [self._extract_batch(scheduled.plan, batch, clock) for batch in scheduled.batches]
+            extracted = [self._extract_batch(scheduled.jobs, batch, clock) for batch in scheduled.batches]
             self.normalize()
             for package in list_packages(self._staged):
                 package.write(PLANNED_MANIFEST, {})
@@ -325,9 +312,7 @@ class Pipeline:
                 for package in list_packages(self._staged)
                 for table in package.read(NORMALIZE_MANIFEST)["tables"]
             ]
-        run_args = dict(
-            args.hint_changes, data=data, table_name=table_name, restate=restate, start=start, end=end
-        )
+        run_args = dict(args.hints, data=data, table_name=table_name, restate=restate, start=start, end=end)
         return make_plan(self, scheduled, run_args, clock, normalized, extracted)
 
     @_locked
@@ -336,19 +321,17 @@ class Pipeline:
         data: Any,
         *,
         table_name: str | None = None,
-        write_disposition: Any = None,
-        primary_key: Any = None,
-        merge_key: Any = None,
-        columns: Any = None,
         execution_time: datetime.datetime | str | None = None,
+        **hints: Unpack[TableHintArgs],
     ) -> str | None:
         """Run the resources into a new load package (one per batch of time intervals a
         resource has to load); returns the last load id, or None when nothing was due."""
-        args = RunArguments(table_name, write_disposition, primary_key, merge_key, columns, execution_time)
+        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, "Pipeline.extract")
+        args = RunArguments(table_name, hints, execution_time)
         scheduled = self._schedule(data, args)
         load_id = None
         for batch in scheduled.batches:
-            load_id = self._extract_batch(scheduled.plan, batch, args.clock)
+            load_id = self._extract_batch(scheduled.jobs, batch, args.clock)
         return load_id
 
     def _schedule(
@@ -361,49 +344,43 @@ class Pipeline:
     ) -> schedule.Scheduled:
         """The resources to extract and the packages to extract them into."""
         clock = args.clock
-        try:
-            plan = build_plan(data, self.pipeline_name, args.table_name, args.hint_changes)
-            schedule.refuse_time_ranges_without_intervals(plan)
-            schedule.refuse_bad_hint_combinations(plan)
+        with pipeline_step("extract", None):
+            jobs = extract_jobs(data, self.pipeline_name, args.table_name, args.hints)
+            schedule.refuse_time_ranges_without_intervals(jobs)
+            schedule.refuse_bad_hint_combinations(jobs)
             counted_from = self._extract_base()
             restated = None
             if restate:
                 restated = restatement.restate(
-                    plan, restate, start, end, counted_from, clock, pipeline_name=self.pipeline_name
+                    jobs, restate, start, end, counted_from, clock, pipeline_name=self.pipeline_name
                 )
-                plan, counted_from = restated.plan, restated.state
+                jobs, counted_from = restated.jobs, restated.state
                 for note in restated.notes:
                     logger.warning(note)
-            return schedule.Scheduled(plan, schedule.batches(plan, counted_from, clock), restated)
-        except Exception as exc:
-            raise PipelineStepFailed("extract", None, exc) from exc
+            return schedule.Scheduled(jobs, schedule.batches(jobs, counted_from, clock), restated)
 
-    def _extract_batch(
-        self, plan: list[ExtractPlanItem], batch: schedule.Batch, clock: datetime.datetime
-    ) -> str:
+    def _extract_batch(self, jobs: list[ExtractJob], batch: schedule.Batch, clock: datetime.datetime) -> str:
         trace = self._trace()
         load_id = _new_load_id()
         package = LoadPackage(self._extracted, load_id)
-        started = time.perf_counter()
-        self.progress.start("extract")
-        try:
+        with pipeline_step("extract", load_id, trace=trace, progress=self.progress, cleanup=package.delete):
             base = self._extract_base()
             working_state = copy.deepcopy(base)
             inference = SchemaInference(self.spark)
             try:
                 with context.extraction(self, working_state, batch.windows, clock):
                     extractor = Extractor(package.extracted_dir, self.progress.items, inference.file_closed)
-                    tables = extractor.run(batch.plan)
+                    tables = extractor.run(batch.jobs)
             except BaseException:
                 inference.cancel()
                 raise
             for name, schema in inference.results().items():
                 tables[name].json_schema = schema
             schedule.refuse_bad_table_hints(tables.values())
-            _add_empty_replace_tables(batch.plan, tables, batch.windows)
-            _add_time_ranges(batch.plan, tables, batch.windows)
-            schedule.record_windows(working_state, batch, schedule.sources_by_resource(plan))
-            resource_tables.record(working_state, batch.plan, tables.values())
+            _add_empty_replace_tables(batch.jobs, tables, batch.windows)
+            _add_time_ranges(batch.jobs, tables, batch.windows)
+            schedule.record_windows(working_state, batch, schedule.sources_by_resource(jobs))
+            resource_tables.record(working_state, batch.jobs, tables.values())
             _record_keys(working_state, tables.values())
             package.write(
                 EXTRACT_MANIFEST,
@@ -417,12 +394,6 @@ class Pipeline:
                     "base_version": int(base["_state_version"]),
                 },
             )
-        except Exception as exc:
-            package.delete()
-            raise PipelineStepFailed("extract", load_id, exc) from exc
-        finally:
-            self.progress.finish("extract")
-        trace.add(StepTiming("extract", time.perf_counter() - started))
         return load_id
 
     @_locked
@@ -438,13 +409,8 @@ class Pipeline:
             staged = LoadPackage(self._staged, package.load_id)
             if not staged.is_normalized():
                 staged.delete()  # what a normalize cut short left behind
-                started = time.perf_counter()
-                try:
+                with pipeline_step("normalize", package.load_id, trace=trace, cleanup=staged.delete):
                     self._normalize_package(package, staged)
-                except Exception as exc:
-                    staged.delete()
-                    raise PipelineStepFailed("normalize", package.load_id, exc) from exc
-                trace.add(StepTiming("normalize", time.perf_counter() - started))
             # The staged package now carries everything the load needs.
             package.delete()
             done.append(package.load_id)
@@ -512,9 +478,9 @@ class Pipeline:
                 # A normalize cut short; its extracted package, if any, normalizes again.
                 package.delete()
                 continue
-            started = time.perf_counter()
-            self.progress.start("load")
-            try:
+            with pipeline_step(
+                "load", package.load_id, trace=trace, progress=self.progress, advice=_load_advice
+            ):
                 normalized = package.read(NORMALIZE_MANIFEST)
                 if not package.has(LOADED_MANIFEST):
                     self._claim(package, normalized["base_version"])
@@ -534,28 +500,6 @@ class Pipeline:
                     )
                     state_store.write_local(self.working_dir, new_state)
                     self._state = new_state
-            except OvertakenPackageError as exc:
-                raise PipelineStepFailed(
-                    "load",
-                    package.load_id,
-                    exc,
-                    "Nothing of it was loaded; pipeline.drop_pending_packages() discards it",
-                ) from exc
-            except SparkloadError as exc:
-                # A refused load (bad hints, duplicate keys, a type conflict) changes nothing;
-                # the package waits so a fixed run can retry it, or it can be dropped.
-                raise PipelineStepFailed(
-                    "load",
-                    package.load_id,
-                    exc,
-                    "The load package stays in the working directory and the next run retries "
-                    "it; pipeline.drop_pending_packages() discards it",
-                ) from exc
-            except Exception as exc:
-                raise PipelineStepFailed("load", package.load_id, exc) from exc
-            finally:
-                self.progress.finish("load")
-            trace.add(StepTiming("load", time.perf_counter() - started))
             package_info = LoadInfo(
                 self.pipeline_name,
                 self.dataset_uri,
@@ -650,12 +594,26 @@ class Pipeline:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
 
 
+def _load_advice(error: Exception) -> str:
+    """What a failed load's message ends with: what became of its package."""
+    if isinstance(error, OvertakenPackageError):
+        return "Nothing of it was loaded; pipeline.drop_pending_packages() discards it"
+    if isinstance(error, SparkloadError):
+        # A refused load (bad hints, duplicate keys, a type conflict) changes nothing;
+        # the package waits so a fixed run can retry it, or it can be dropped.
+        return (
+            "The load package stays in the working directory and the next run retries "
+            "it; pipeline.drop_pending_packages() discards it"
+        )
+    return ""
+
+
 def _add_empty_replace_tables(
-    plan: list[Any], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
+    jobs: list[ExtractJob], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
 ) -> None:
     """A replace resource that yielded nothing still empties its table, as in dlt; an
     interval resource that yielded nothing for its window still empties the window."""
-    for entry in plan:
+    for entry in jobs:
         resource = entry.resource
         empties = resource.hints.starts_over or resource.name in windows
         if not empties or callable(resource.table_name):
@@ -674,10 +632,10 @@ def _record_keys(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> Non
 
 
 def _add_time_ranges(
-    plan: list[Any], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
+    jobs: list[ExtractJob], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
 ) -> None:
     """Tell the loader which window each interval resource's tables replace."""
-    specs = {entry.resource.name: entry.resource.intervals for entry in every_entry(plan)}
+    specs = {entry.resource.name: entry.resource.intervals for entry in every_entry(jobs)}
     for table in tables.values():
         window = windows.get(table.resource)
         spec = specs.get(table.resource)

@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
 from sparkload.exceptions import PlanOutdatedError
-from sparkload.extract.extractor import ExtractPlanItem, every_entry, load_hints, normalize_column_path
+from sparkload.extract.extractor import ExtractJob, every_entry, load_hints, normalize_column_path
 from sparkload.load import destructive
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.types import data_type_of_spark, spark_type
@@ -179,7 +179,7 @@ def make_plan(
     state = pipeline.state
     tables = [
         _table_plan(pipeline, entry, normalized, state)
-        for entry in every_entry(scheduled.plan)
+        for entry in every_entry(scheduled.jobs)
         if not callable(entry.resource.table_name)
     ]
     restated = scheduled.restatement.restated if scheduled.restatement is not None else {}
@@ -194,7 +194,7 @@ def make_plan(
             len(windows.get(entry.resource.name, [])),
             _inclusive(*restated[entry.resource.name]) if entry.resource.name in restated else None,
         )
-        for entry in every_entry(scheduled.plan)
+        for entry in every_entry(scheduled.jobs)
         if entry.resource.intervals is not None
     ]
     ignored = (
@@ -209,7 +209,7 @@ def make_plan(
         tables,
         intervals,
         ignored,
-        _incremental_starts(scheduled.plan, state, pipeline.pipeline_name),
+        _incremental_starts(scheduled.jobs, state, pipeline.pipeline_name),
         extracted,
         _pipeline=pipeline,
         _run=run_args,
@@ -220,7 +220,7 @@ def make_plan(
 
 def _table_plan(
     pipeline: Pipeline,
-    entry: ExtractPlanItem,
+    entry: ExtractJob,
     normalized: list[NormalizedTable] | None,
     state: Mapping[str, Any],
 ) -> TablePlan:
@@ -290,12 +290,12 @@ def _widens(old: T.DataType, new: T.DataType) -> bool:
 
 
 def _incremental_starts(
-    plan: list[ExtractPlanItem], state: Mapping[str, Any], pipeline_name: str
+    jobs: list[ExtractJob], state: Mapping[str, Any], pipeline_name: str
 ) -> dict[str, Any]:
     """Where each incremental cursor starts, as ``resource.cursor_path``: bound as the run
     binds it, against the state the run finds."""
     starts: dict[str, Any] = {}
-    for entry in every_entry(plan):
+    for entry in every_entry(jobs):
         resource = entry.resource
         stored = schedule.resource_state_of(state, entry.source_name, resource.name)
         for cursor, start in resource.cursor_starts(stored, pipeline_name).items():

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sparkload.common.naming import normalize_table_name
-from sparkload.extract.extractor import ExtractedTable, ExtractPlanItem, every_entry
+from sparkload.extract.extractor import ExtractedTable, ExtractJob, every_entry
 
 TABLES_KEY = "tables"
 NESTING_SEPARATOR = "__"
@@ -25,13 +25,13 @@ NESTING_SEPARATOR = "__"
 ResourceKey = tuple[str, str]
 
 
-def record(state: dict[str, Any], plan: list[ExtractPlanItem], tables: Iterable[ExtractedTable]) -> None:
+def record(state: dict[str, Any], jobs: list[ExtractJob], tables: Iterable[ExtractedTable]) -> None:
     """Add the root tables this extract filled to ``state``'s record, under their resources."""
     # A table with no rows is not written, unless a replace empties it.
     filled = {
         table.name: table.resource for table in tables if table.rows or table.hints.disposition == "replace"
     }
-    for entry in every_entry(plan):
+    for entry in every_entry(jobs):
         resource = entry.resource
         # An extracted table names the first resource that wrote to it; a table that several
         # resources fill is theirs too when they name it statically. (One of them that wrote

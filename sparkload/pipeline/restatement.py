@@ -26,14 +26,14 @@ from typing import Any
 
 from sparkload.common.time import as_utc
 from sparkload.exceptions import ResourceError
-from sparkload.extract.extractor import ExtractPlanItem
+from sparkload.extract.extractor import ExtractJob
 from sparkload.extract.intervals import LEDGER_KEY, without
 from sparkload.extract.resource import Resource
 
 
 @dataclasses.dataclass
 class Restatement:
-    plan: list[ExtractPlanItem]
+    jobs: list[ExtractJob]
     # The state the run's intervals are counted from (restated ranges taken out).
     state: dict[str, Any]
     notes: list[str]
@@ -74,7 +74,7 @@ def _refuses(resource: Resource) -> bool:
 
 
 def restate(
-    plan: list[ExtractPlanItem],
+    jobs: list[ExtractJob],
     selectors: Sequence[str],
     start: Any,
     end: Any,
@@ -90,7 +90,7 @@ def restate(
     restated: dict[str, tuple[datetime.datetime, datetime.datetime]] = {}
     ignored: dict[str, datetime.datetime | None] = {}
 
-    def visit(entry: ExtractPlanItem, upstream_selected: bool) -> ExtractPlanItem | None:
+    def visit(entry: ExtractJob, upstream_selected: bool) -> ExtractJob | None:
         """The entry as this run extracts it; None: it sits this run out."""
         resource = entry.resource
         chosen = upstream_selected or _selected(resource, entry.source_name, selectors)
@@ -130,7 +130,7 @@ def restate(
         refreshed.hints = refreshed.hints.merge(refresh=True)
         return dataclasses.replace(entry, resource=refreshed, children=children)
 
-    kept = [e for e in (visit(entry, False) for entry in plan) if e is not None]
+    kept = [e for e in (visit(entry, False) for entry in jobs) if e is not None]
     if not matched:
         raise ResourceError(f"restate={list(selectors)} selects no resource of this run")
     return Restatement(kept, restated_state, notes, restated, ignored)

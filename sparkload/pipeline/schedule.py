@@ -18,7 +18,7 @@ from sparkload.common.hints import LoadHints
 from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
 from sparkload.exceptions import HintCombinationError, ResourceError
-from sparkload.extract.extractor import ExtractedTable, ExtractPlanItem, every_entry, load_hints
+from sparkload.extract.extractor import ExtractedTable, ExtractJob, every_entry, load_hints
 from sparkload.extract.intervals import LEDGER_KEY, record
 from sparkload.load.merge_config import check_merge_hints
 
@@ -31,7 +31,7 @@ class IntervalResource:
 
 @dataclasses.dataclass
 class Batch:
-    plan: list[ExtractPlanItem]
+    jobs: list[ExtractJob]
     # The window each interval resource in this package loads, by resource name.
     windows: dict[str, Window]
 
@@ -40,7 +40,7 @@ class Batch:
 class Scheduled:
     """What a run extracts: its resources, its packages, and what a restatement changed."""
 
-    plan: list[ExtractPlanItem]
+    jobs: list[ExtractJob]
     batches: list[Batch]
     restatement: Any = None  # restatement.Restatement, when the run restates
 
@@ -49,10 +49,10 @@ class Scheduled:
         return list(self.restatement.notes) if self.restatement is not None else []
 
 
-def refuse_time_ranges_without_intervals(plan: list[ExtractPlanItem]) -> None:
+def refuse_time_ranges_without_intervals(jobs: list[ExtractJob]) -> None:
     """The time-range strategy replaces the window an ``intervals`` argument gives; a
     resource without one is refused before anything is extracted."""
-    for entry in every_entry(plan):
+    for entry in every_entry(jobs):
         disposition = entry.resource.hints.write_disposition
         if disposition.strategy == "time-range" and entry.resource.intervals is None:
             raise ResourceError(
@@ -62,11 +62,11 @@ def refuse_time_ranges_without_intervals(plan: list[ExtractPlanItem]) -> None:
             )
 
 
-def refuse_bad_hint_combinations(plan: list[ExtractPlanItem]) -> None:
+def refuse_bad_hint_combinations(jobs: list[ExtractJob]) -> None:
     """Merge hints that cannot mean anything (upsert without a primary key …) are refused
     before anything is extracted, for every resource whose table name is known now (a
     table named per item is checked when it appears: see :func:`refuse_bad_table_hints`)."""
-    for entry in every_entry(plan):
+    for entry in every_entry(jobs):
         resource = entry.resource
         if resource.hints.write_disposition.disposition != "merge" or callable(resource.table_name):
             continue
@@ -95,11 +95,11 @@ def resource_state_of(state: Mapping[str, Any], source: str, resource: str) -> M
 
 
 def interval_resources(
-    plan: list[ExtractPlanItem], state: Mapping[str, Any], execution_time: datetime.datetime
+    jobs: list[ExtractJob], state: Mapping[str, Any], execution_time: datetime.datetime
 ) -> dict[str, IntervalResource]:
-    """The windows each interval resource of ``plan`` has to load at ``execution_time``."""
+    """The windows each interval resource of ``jobs`` has to load at ``execution_time``."""
     found = {}
-    for entry in every_entry(plan):
+    for entry in every_entry(jobs):
         spec = entry.resource.intervals
         if spec is None:
             continue
@@ -109,22 +109,22 @@ def interval_resources(
 
 
 def batches(
-    plan: list[ExtractPlanItem], state: Mapping[str, Any], execution_time: datetime.datetime
+    jobs: list[ExtractJob], state: Mapping[str, Any], execution_time: datetime.datetime
 ) -> list[Batch]:
     """The packages of one run, in order (none when every resource is up to date)."""
-    timed = interval_resources(plan, state, execution_time)
+    timed = interval_resources(jobs, state, execution_time)
     # Plain resources run in the first package (a transformer of an interval resource runs
     # with its parent, so it alone does not make a package).
-    has_plain = bool(_select(plan, functools.partial(_runs, windows={}, index=0)))
+    has_plain = bool(_select(jobs, functools.partial(_runs, windows={}, index=0)))
     count = max([len(r.windows) for r in timed.values()] + [1 if has_plain else 0])
     result = []
     for index in range(count):
         windows = {name: r.windows[index] for name, r in timed.items() if index < len(r.windows)}
-        result.append(Batch(_select(plan, functools.partial(_runs, windows=windows, index=index)), windows))
+        result.append(Batch(_select(jobs, functools.partial(_runs, windows=windows, index=index)), windows))
     return result
 
 
-def _runs(entry: ExtractPlanItem, fed: bool, windows: Mapping[str, Window], index: int) -> bool:
+def _runs(entry: ExtractJob, fed: bool, windows: Mapping[str, Window], index: int) -> bool:
     if entry.resource.intervals is not None:
         return entry.resource.name in windows
     # A plain transformer runs whenever its parent does: each batch of an interval
@@ -132,24 +132,24 @@ def _runs(entry: ExtractPlanItem, fed: bool, windows: Mapping[str, Window], inde
     return fed or index == 0
 
 
-def _select(plan: list[ExtractPlanItem], keep: Any, fed: bool = False) -> list[ExtractPlanItem]:
+def _select(jobs: list[ExtractJob], keep: Any, fed: bool = False) -> list[ExtractJob]:
     """The entries ``keep`` accepts (a transformer is fed only by a parent that runs)."""
     return [
         dataclasses.replace(entry, children=_select(entry.children, keep, fed=True))
-        for entry in plan
+        for entry in jobs
         if keep(entry, fed)
     ]
 
 
-def record_windows(state: dict[str, Any], batch: Batch, plan_sources: Mapping[str, str]) -> None:
+def record_windows(state: dict[str, Any], batch: Batch, resource_sources: Mapping[str, str]) -> None:
     """Add each window of ``batch`` to its resource's ledger in ``state``."""
     for name, window in batch.windows.items():
         resources = (
-            state.setdefault("sources", {}).setdefault(plan_sources[name], {}).setdefault("resources", {})
+            state.setdefault("sources", {}).setdefault(resource_sources[name], {}).setdefault("resources", {})
         )
         resource_state = resources.setdefault(name, {})
         resource_state[LEDGER_KEY] = record(resource_state.get(LEDGER_KEY, []), window)
 
 
-def sources_by_resource(plan: list[ExtractPlanItem]) -> dict[str, str]:
-    return {entry.resource.name: entry.source_name for entry in every_entry(plan)}
+def sources_by_resource(jobs: list[ExtractJob]) -> dict[str, str]:
+    return {entry.resource.name: entry.source_name for entry in every_entry(jobs)}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from sparkload.exceptions import ResourceError
-from sparkload.extract.extractor import ExtractPlanItem
+from sparkload.extract.extractor import ExtractJob
 from sparkload.extract.hints import TableHints
 from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
@@ -24,17 +25,17 @@ def _as_units(data: Any) -> list[Source | Resource | Any]:
     return [data]
 
 
-def build_plan(
-    data: Any, pipeline_name: str, table_name: str | None, hint_changes: dict[str, Any]
-) -> list[ExtractPlanItem]:
-    """Plan items for ``data`` with the run's hints applied to every resource."""
-    entries: list[ExtractPlanItem] = []
+def extract_jobs(
+    data: Any, pipeline_name: str, table_name: str | None, hint_changes: Mapping[str, Any]
+) -> list[ExtractJob]:
+    """The extract jobs for ``data``, with the run's hints applied to every resource."""
+    entries: list[ExtractJob] = []
     for unit in _as_units(data):
         if isinstance(unit, Source):
             selected = list(unit.selected_resources.values())
             entries += _link_transformers(
                 [
-                    ExtractPlanItem(
+                    ExtractJob(
                         _hinted(r, table_name, hint_changes), unit.name, unit.root_key, unit.max_table_nesting
                     )
                     for r in selected
@@ -42,7 +43,7 @@ def build_plan(
             )
         elif isinstance(unit, Resource):
             resource = _hinted(unit, table_name, hint_changes)
-            entries.append(ExtractPlanItem(resource, unit.section or pipeline_name))
+            entries.append(ExtractJob(resource, unit.section or pipeline_name))
         else:
             if not table_name:
                 name = getattr(unit, "__name__", None)
@@ -51,11 +52,11 @@ def build_plan(
             else:
                 name = table_name
             resource = Resource(name, unit, TableHints.build(), section=pipeline_name)
-            entries.append(ExtractPlanItem(_hinted(resource, table_name, hint_changes), pipeline_name))
+            entries.append(ExtractJob(_hinted(resource, table_name, hint_changes), pipeline_name))
     return entries
 
 
-def _hinted(resource: Resource, table_name: str | None, hint_changes: dict[str, Any]) -> Resource:
+def _hinted(resource: Resource, table_name: str | None, hint_changes: Mapping[str, Any]) -> Resource:
     changes = {k: v for k, v in hint_changes.items() if v is not None}
     if table_name is not None:
         changes["table_name"] = table_name
@@ -66,11 +67,11 @@ def _hinted(resource: Resource, table_name: str | None, hint_changes: dict[str, 
     return clone
 
 
-def _link_transformers(entries: list[ExtractPlanItem]) -> list[ExtractPlanItem]:
+def _link_transformers(entries: list[ExtractJob]) -> list[ExtractJob]:
     """A transformer whose parent is extracted too is fed from that same pass over the
     parent, so the parent's generator runs once."""
     by_resource = {id(e.resource._data_from_origin()): e for e in entries}
-    roots: list[ExtractPlanItem] = []
+    roots: list[ExtractJob] = []
     for entry in entries:
         parent = entry.resource._data_from
         if parent is not None and id(parent._data_from_origin()) in by_resource:
