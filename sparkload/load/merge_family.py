@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.sql import conjunction
 from sparkload.common.system_columns import ID, ROOT_ID
 from sparkload.exceptions import LoadError
 from sparkload.load import dispositions, merge_sql
@@ -26,7 +27,6 @@ from sparkload.load.dataset import Dataset
 from sparkload.load.fixed_frames import FixedFrames
 from sparkload.load.merge_config import MergeConfig
 from sparkload.load.schema_check import check_types
-from sparkload.load.sql import conjunction
 from sparkload.load.table import DeltaTable
 
 
