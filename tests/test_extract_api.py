@@ -906,7 +906,12 @@ def test_parallelized_resources_filling_one_table_lose_no_row(pipeline: sl.Pipel
     assert ids == [offset + n for offset in (0, 100_000, 200_000) for n in range(30_000)]
 
 
-def test_a_failing_parallelized_resource_fails_the_extract_and_loads_nothing(pipeline: sl.Pipeline) -> None:
+@pytest.mark.parametrize("broken_in_a_thread", [True, False], ids=["parallelized", "calling-thread"])
+def test_a_failing_resource_stops_the_parallelized_ones_and_loads_nothing(
+    pipeline: sl.Pipeline, broken_in_a_thread: bool
+) -> None:
+    """A resource failing in a thread of its own, or in the calling thread beside the
+    parallelized ones: the others stop at their next item and its error is the one raised."""
     stopped = threading.Event()
 
     @sl.resource(name="endless", parallelized=True)
@@ -919,7 +924,7 @@ def test_a_failing_parallelized_resource_fails_the_extract_and_loads_nothing(pip
         finally:
             stopped.set()
 
-    @sl.resource(name="broken", parallelized=True)
+    @sl.resource(name="broken", parallelized=broken_in_a_thread)
     def broken() -> Iterator[dict[str, Any]]:
         yield {"n": 1}
         raise ValueError("the API said no")

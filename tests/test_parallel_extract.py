@@ -1,6 +1,6 @@
 """Parallelized resources beside the others: the parallelized ones run in threads of their
-own while the others run one after the other in the calling thread, and a failure on
-either side stops the rest and is the error raised."""
+own while the others run one after the other in the calling thread. (A failure on either
+side: tests/test_extract_api.py.)"""
 
 from __future__ import annotations
 
@@ -8,11 +8,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from conftest import delta_rows
 
 import sparkload as sl
-from sparkload.exceptions import PipelineStepFailed
 
 
 def test_other_resources_run_in_the_calling_thread_while_parallelized_ones_run(
@@ -41,30 +39,3 @@ def test_other_resources_run_in_the_calling_thread_while_parallelized_ones_run(
     assert info.row_counts == {"parallel": 1, "serial": 1}
     assert [row["thread"] for row in delta_rows(pipeline, "serial")] == [caller]
     assert [row["thread"] for row in delta_rows(pipeline, "parallel")] != [caller]
-
-
-def test_a_failing_resource_in_the_calling_thread_stops_the_parallelized_ones(
-    pipeline: sl.Pipeline,
-) -> None:
-    stopped = threading.Event()
-
-    @sl.resource(name="endless", parallelized=True)
-    def endless() -> Iterator[dict[str, Any]]:
-        try:
-            n = 0
-            while True:  # stopped by the other resource's failure
-                n += 1
-                yield {"n": n}
-        finally:
-            stopped.set()
-
-    @sl.resource(name="broken")
-    def broken() -> Iterator[dict[str, Any]]:
-        yield {"n": 1}
-        raise ValueError("the API said no")
-
-    with pytest.raises(PipelineStepFailed, match="broken.*the API said no"):
-        pipeline.run([endless, broken])
-
-    assert stopped.is_set()
-    assert not pipeline.has_pending_data()

@@ -32,7 +32,7 @@ from sparkload.common.package import (
     list_packages,
 )
 from sparkload.common.side_by_side import run_side_by_side
-from sparkload.common.time import Window, as_utc
+from sparkload.common.time import Window, as_utc, now
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
 from sparkload.engine.session import is_own_session
@@ -112,9 +112,7 @@ class RunArguments:
         # form a user passes (pendulum's DateTime, a naive or aware datetime, ISO text)
         # becomes one aware stdlib UTC datetime here.
         self.clock = (
-            as_utc(self.execution_time, "execution_time")
-            if self.execution_time is not None
-            else datetime.datetime.now(datetime.timezone.utc)
+            as_utc(self.execution_time, "execution_time") if self.execution_time is not None else now()
         )
 
 

@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.time import now
 from sparkload.load.dataset import Dataset
 
 STATE_TABLE = "_sparkload_pipeline_state"
@@ -123,7 +124,7 @@ def write_destination(dataset: Dataset, pipeline_name: str, state: dict[str, Any
         int(state["_state_version"]),
         dumps_state(state).decode(),
         load_id,
-        datetime.datetime.now(datetime.timezone.utc),
+        now(),
     )
     df = dataset.spark.createDataFrame([row], _SCHEMA)
     table.write(df, "append", "state:" + load_id)
