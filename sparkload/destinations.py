@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from sparkload.common.paths import check_folder_name
 from sparkload.exceptions import SparkloadError
 from sparkload.load.dataset import CatalogDataset, Dataset, PathDataset
 
@@ -61,6 +62,9 @@ def delta(
     if catalog is not None:
         if not catalog.strip():
             raise SparkloadError("sl.destinations.delta(catalog=...) needs a catalog name")
+        if staging_url is not None:
+            # The catalog names a folder of the staging location: it may not reach outside it.
+            check_folder_name("catalog", catalog)
         return DeltaDestination(catalog=catalog, staging_url=_absolute(staging_url) if staging_url else None)
     if staging_url is not None:
         raise SparkloadError(

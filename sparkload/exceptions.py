@@ -254,6 +254,17 @@ class PipelineStepFailed(SparkloadError):
         self.__cause__ = cause
 
 
+class InvalidNameError(SparkloadError, ValueError):
+    """A pipeline, dataset, table or catalog name cannot become a folder (it could reach
+    outside the folders sparkload owns); raised before anything is read or written."""
+
+    def __init__(self, argument: str, name: str, rule: str) -> None:
+        super().__init__(f"{argument}={name!r} is refused: {rule}")
+        self.argument = argument  # the argument that held the name: pipeline_name, table_name ...
+        self.name = name
+        self.rule = rule  # what a name given as that argument must be
+
+
 class PipelineLockedError(SparkloadError):
     """Another process is running the same pipeline."""
 

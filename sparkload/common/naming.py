@@ -120,6 +120,12 @@ def normalize_table_name(name: str) -> str:
     return normalize_identifier(name)
 
 
+def normalize_dataset_name(name: str) -> str:
+    """Return ``name`` as dlt names a dataset: the same rules as for tables, so a dataset is
+    one folder of the destination (or one schema of a catalog) whatever the user wrote."""
+    return normalize_identifier(name)
+
+
 def make_path(*normalized_parts: str) -> str:
     """Join already-normalized parts with :data:`PATH_SEPARATOR`.
 

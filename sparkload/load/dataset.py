@@ -6,6 +6,9 @@
   tables addressed by name; a catalog has no folder of its own, so packages wait under a
   staging folder the pipeline names (the destination's ``staging_url``, else the
   pipeline's working directory).
+
+Only a normalized table name reaches a table's path or SQL name (``check_table_name``), and
+local folders are handed to the engine and delta-rs as ``reachable_path`` gives them.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from sparkload.common.folder import Folder
 from sparkload.common.naming import RESERVED_TABLE_PREFIX
 from sparkload.common.package import PACKAGES_FOLDER
+from sparkload.common.paths import check_table_name, reachable_path
 from sparkload.common.sql import quote
 from sparkload.load import delta_log
 from sparkload.load.table import CatalogTable, DeltaTable, PathTable
@@ -71,11 +75,12 @@ class Dataset:
 class PathDataset(Dataset):
     def __init__(self, session: Callable[[], Any], uri: str) -> None:
         super().__init__(session)
-        self.uri = uri.rstrip("/")
-        self.shown = self.uri
+        self.shown = uri.rstrip("/")
+        # Every consumer reaches the folder by this path; messages show the one the user gave.
+        self.uri = reachable_path(self.shown)
 
     def table(self, name: str) -> DeltaTable:
-        return PathTable(self.spark, self.uri, name)
+        return PathTable(self.spark, self.uri, check_table_name(name))
 
     def table_names(self) -> list[str]:
         return delta_log.list_tables(self.uri)
@@ -86,7 +91,7 @@ class PathDataset(Dataset):
         return [name for name in Folder(self.uri).subfolders() if not name.startswith(SYSTEM_PREFIX)]
 
     def drop_table(self, name: str) -> None:
-        table = Folder(self.uri).child(name)
+        table = Folder(self.uri).child(check_table_name(name))
         # The transaction log goes first: without it the folder is no table to any reader,
         # so a deletion cut short never leaves a table that lacks some of its data files.
         table.child("_delta_log").delete()
@@ -105,7 +110,7 @@ class CatalogDataset(Dataset):
         super().__init__(session)
         self.catalog = catalog
         self.schema = schema
-        self.staging_uri = staging_uri.rstrip("/")
+        self.staging_uri = reachable_path(staging_uri.rstrip("/"))
         self.shown = f"{catalog}.{schema}"
         self._schema_made = False
         self._lock = threading.Lock()
@@ -115,7 +120,9 @@ class CatalogDataset(Dataset):
         return f"{quote(self.catalog)}.{quote(self.schema)}"
 
     def table(self, name: str) -> DeltaTable:
-        return CatalogTable(self.spark, self.catalog, self.schema, name, on_create=self._make_schema)
+        return CatalogTable(
+            self.spark, self.catalog, self.schema, check_table_name(name), on_create=self._make_schema
+        )
 
     def _make_schema(self) -> None:
         """Create the schema before the first table in it (once per dataset object)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sparkload.common.paths import check_folder_name
 from sparkload.destinations import DeltaDestination
 from sparkload.exceptions import SparkloadError
 from sparkload.pipeline.pipeline import Pipeline, _default_pipelines_dir, pipeline
@@ -20,6 +21,7 @@ def attach(
     """The pipeline ``pipeline_name`` as its working directory's ``pipeline.json`` describes
     it. ``destination`` and ``dataset_name`` override that file, and are needed where the
     working directory has none; the state then comes from the destination."""
+    check_folder_name("pipeline_name", pipeline_name)  # before its folder is read
     directory = Path(pipelines_dir) if pipelines_dir is not None else _default_pipelines_dir()
     # Read before making the Pipeline: making it writes the file.
     recorded = read_pipeline_file(directory / pipeline_name)

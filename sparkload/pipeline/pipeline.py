@@ -22,7 +22,7 @@ from sparkload import destinations
 from sparkload.common import context
 from sparkload.common.folder import Folder
 from sparkload.common.hints import TimeRangeSpec
-from sparkload.common.naming import normalize_table_name
+from sparkload.common.naming import normalize_dataset_name, normalize_table_name
 from sparkload.common.package import (
     EXTRACT_MANIFEST,
     LOADED_MANIFEST,
@@ -31,6 +31,7 @@ from sparkload.common.package import (
     LoadPackage,
     list_packages,
 )
+from sparkload.common.paths import check_folder_name, folder_name_from, reachable_path
 from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.time import Window, as_utc, now
 from sparkload.engine import resolve_spark
@@ -128,11 +129,14 @@ class Pipeline:
         progress: str | None = None,
         on_destructive_change: str = destructive.DEFAULT_POLICY,
     ) -> None:
-        self.pipeline_name = pipeline_name
+        # Checked before anything is made: the name is the working directory's folder name.
+        self.pipeline_name = check_folder_name("pipeline_name", pipeline_name)
         # For resources that set no on_destructive_change of their own.
         self.on_destructive_change = destructive_change_policy(on_destructive_change) or "error"
         self.destination = destination
         self.dev_mode = dev_mode
+        # As dlt does: the dataset is one folder (or schema) whatever the user wrote.
+        dataset_name = normalize_dataset_name(dataset_name)
         self.dataset_name = dataset_name
         self.pipelines_dir = pipelines_dir
         self.working_dir = pipelines_dir / pipeline_name
@@ -148,6 +152,8 @@ class Pipeline:
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d%H%M%S%f")
             self.dataset_name = f"{dataset_name}_{stamp}"
         self.working_dir.mkdir(parents=True, exist_ok=True)
+        # The working directory as the engine reads it (whatever characters its path holds).
+        self._reachable_dir = reachable_path(str(self.working_dir))
         pipeline_file.write_pipeline_file(self.working_dir, destination, self.dataset_name)
         # The tables this pipeline loads into (the engine starts when one is first touched).
         self.dataset: Dataset = destination.dataset(
@@ -162,7 +168,7 @@ class Pipeline:
         if self._spark is None:
             spark = resolve_spark(self._spark_arg)
             require_delta(spark)
-            check_engine_sees(spark, str(self.working_dir), self.dataset.checked_folder)
+            check_engine_sees(spark, self._reachable_dir, self.dataset.checked_folder)
             self._spark = spark
         return self._spark
 
@@ -185,7 +191,7 @@ class Pipeline:
 
     @property
     def _extracted(self) -> Folder:
-        return Folder(str(self.packages_dir))
+        return Folder(f"{self._reachable_dir}/{self.packages_dir.name}")
 
     @property
     def _staged(self) -> Folder:
@@ -214,7 +220,7 @@ class Pipeline:
 
     def table(self, name: str) -> Any:
         """A destination table as a PySpark DataFrame."""
-        table = self.dataset.table(name)
+        table = self.dataset.table(normalize_table_name(name))
         if not table.exists():
             raise SparkloadError(f"table '{name}' does not exist in {self.dataset.shown}")
         return table.read()
@@ -659,7 +665,7 @@ def pipeline(
     """Make a pipeline (dlt's ``dlt.pipeline``) that loads into Delta Lake tables."""
     if pipeline_name is None:
         script = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else "pipeline"
-        pipeline_name = f"sparkload_{script or 'pipeline'}"
+        pipeline_name = folder_name_from(f"sparkload_{script or 'pipeline'}")
     if destination is None:
         raise SparkloadError("a pipeline needs destination=sl.destinations.delta(path_or_url)")
     if not isinstance(destination, destinations.DeltaDestination):
