@@ -141,3 +141,11 @@ def test_a_pipelines_dir_with_any_character_extracts_and_loads(make_pipeline: An
     assert user_columns(spark_rows(pipeline, "rows")) == [{"id": 1}]
     assert user_columns(spark_rows(pipeline, "arrow_rows")) == [{"id": 2}]
     assert sorted(os.listdir(odd / "p")) == ["packages", "pipeline.json", "state.json"]
+
+
+def test_pipeline_table_takes_the_name_as_given_or_a_nested_tables_path(pipeline: sl.Pipeline) -> None:
+    pipeline.run([{"id": 1, "Langs": ["a", "b"]}], table_name="MyUsers")
+
+    assert pipeline.table("MyUsers").count() == 1
+    assert pipeline.table("my_users").count() == 1
+    assert pipeline.table("my_users__langs").count() == 2

@@ -219,8 +219,9 @@ class Pipeline:
         return self._state
 
     def table(self, name: str) -> Any:
-        """A destination table as a PySpark DataFrame."""
-        table = self.dataset.table(normalize_table_name(name))
+        """A destination table as a PySpark DataFrame: ``name`` as the resource gave it, or a
+        nested table's ``parent__child`` path, normalized as the load names tables."""
+        table = self.dataset.table(normalize_column_path(name))
         if not table.exists():
             raise SparkloadError(f"table '{name}' does not exist in {self.dataset.shown}")
         return table.read()
