@@ -210,7 +210,7 @@ def refuse_cut_lines(json_dir: Path, load_id: str, table: str) -> None:
     row of NULLs. One byte read per file (files are rotated at 16 MiB)."""
     if not json_dir.is_dir():
         return
-    for path in sorted(json_dir.iterdir()):
+    for path in sorted(path for path in json_dir.iterdir() if path.is_file()):
         with open(path, "rb") as staged:
             size = staged.seek(0, 2)
             if size == 0:
