@@ -5,6 +5,8 @@ from sparkload.config import config, secrets
 from sparkload.exceptions import (
     ConfigFieldMissingError,
     ConfigValueError,
+    DamagedFileError,
+    DestinationStateMissingError,
     DestructiveChangeError,
     DuplicateKeyError,
     EngineError,
@@ -42,6 +44,8 @@ __version__ = "0.1.0"
 __all__ = [
     "ConfigFieldMissingError",
     "ConfigValueError",
+    "DamagedFileError",
+    "DestinationStateMissingError",
     "DestructiveChangeError",
     "DuplicateKeyError",
     "EngineError",

@@ -270,7 +270,7 @@ class PipelineLockedError(SparkloadError):
 
     def __init__(self, pipeline_name: str, lock_path: str) -> None:
         super().__init__(
-            f"pipeline '{pipeline_name}' is already running in another process "
+            f"pipeline '{pipeline_name}' is already running in another process or thread "
             f"(lock {lock_path}); wait for it to finish, or give this run another pipeline name"
         )
         self.pipeline_name = pipeline_name
@@ -293,6 +293,50 @@ class OvertakenPackageError(SparkloadError):
         self.load_id = load_id
         self.base_version = base_version
         self.committed_version = committed_version
+
+
+class DamagedFileError(SparkloadError):
+    """A file sparkload wrote in the working folder or a load package is damaged: cut short,
+    not parseable, missing, or holding fewer rows than its package recorded. The message
+    names the file and the way out; nothing was committed from it.
+
+    ``path`` is the damaged file (or folder); ``load_id`` its package (None for a file of
+    the pipeline's own); ``table``, ``expected_rows`` and ``found_rows`` where a table's
+    rows were counted and differ."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str,
+        load_id: str | None = None,
+        table: str | None = None,
+        expected_rows: int | None = None,
+        found_rows: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.load_id = load_id
+        self.table = table
+        self.expected_rows = expected_rows
+        self.found_rows = found_rows
+
+
+class DestinationStateMissingError(SparkloadError):
+    """The working folder holds a committed state the destination no longer has: the
+    dataset was deleted or moved since the pipeline last loaded."""
+
+    def __init__(self, pipeline_name: str, dataset: str, local_version: int) -> None:
+        super().__init__(
+            f"pipeline '{pipeline_name}': the dataset at {dataset} holds no state of this "
+            f"pipeline, but its working folder holds state version {local_version}: the "
+            "dataset was deleted or moved since the last load. If it moved, give the pipeline "
+            "its new location; to start over and load everything again, pipeline.drop() (or "
+            "deleting the pipeline's working folder) forgets the local state and pending packages"
+        )
+        self.pipeline_name = pipeline_name
+        self.dataset = dataset
+        self.local_version = local_version
 
 
 class PlanOutdatedError(SparkloadError):

@@ -78,6 +78,15 @@ class Folder:
             i.base_name for i in self._fs.get_file_info(selector) if i.type == pafs.FileType.Directory
         )
 
+    def file_sizes(self, suffix: str) -> dict[str, int]:
+        """Name → size in bytes of the files directly inside whose name ends with ``suffix``."""
+        selector = pafs.FileSelector(self._path, allow_not_found=True)
+        return {
+            i.base_name: int(i.size)
+            for i in self._fs.get_file_info(selector)
+            if i.type == pafs.FileType.File and i.base_name.endswith(suffix)
+        }
+
     def has_files(self, suffix: str) -> bool:
         selector = pafs.FileSelector(self._path, allow_not_found=True)
         return any(i.base_name.endswith(suffix) for i in self._fs.get_file_info(selector))

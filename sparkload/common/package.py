@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from sparkload.common.folder import Folder
+from sparkload.exceptions import DamagedFileError
 
 # Beside a path dataset (or in a catalog dataset's staging location), by pipeline name.
 PACKAGES_FOLDER = "_sparkload_packages"
@@ -81,7 +82,21 @@ class LoadPackage:
 
     # -- manifests ------------------------------------------------------------------------
     def read(self, name: str) -> Any:
-        return orjson.loads(self.folder.read(name))
+        """A manifest's content. Manifests are written atomically, so one that does not
+        parse was damaged afterwards (a full disk, a hand edit): the package cannot be
+        trusted, and the error says how to discard it."""
+        try:
+            return orjson.loads(self.folder.read(name))
+        except orjson.JSONDecodeError as exc:
+            path = f"{self.folder.uri}/{name}"
+            raise DamagedFileError(
+                f"load package {self.load_id}: {path} is damaged ({exc}); "
+                "pipeline.drop_pending_packages() discards the package: its state was never "
+                "committed, so the next run extracts its data again (a table it already "
+                "committed keeps those rows)",
+                path=path,
+                load_id=self.load_id,
+            ) from exc
 
     def write(self, name: str, data: Any) -> None:
         """Write a manifest atomically: a crash leaves the old one or the new one, never half."""

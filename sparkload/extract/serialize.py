@@ -16,6 +16,7 @@ import datetime
 import decimal
 import math
 import operator
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -50,9 +51,18 @@ class _Unserializable(TypeError):
     pass
 
 
-# How many tagged strings _default produced so far; lets dumps_row tell its own tags from
-# real strings that start with NUL without scanning values in Python.
-_tag_count = [0]
+class _PerThread(threading.local):
+    """How many tagged strings _default produced so far in this thread; lets dumps_row tell
+    its own tags from real strings that start with NUL without scanning values in Python.
+    Per thread: parallelized resources serialize side by side, and a count shared with
+    them would take another thread's tags for this row's own and leave a real NUL-led
+    string unescaped. A one-element list, so a loop binds it to a local once."""
+
+    def __init__(self) -> None:
+        self.tags = [0]
+
+
+_per_thread = _PerThread()
 _NUL_STRING = b'"\\u0000'
 # A line holding _NUL_STRING holds a backslash; memchr finds (or misses) one byte far faster
 # than a substring search, and most lines have no escape at all.
@@ -66,7 +76,7 @@ _PLAIN = frozenset({str, int, bool, _NONE_TYPE})
 
 def _default(value: Any) -> Any:
     # Called by orjson only for values it cannot write natively, so the common path stays in C.
-    _tag_count[0] += 1
+    _per_thread.tags[0] += 1
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
             # Naive datetimes are taken as UTC, as dlt does.
@@ -87,7 +97,7 @@ def _default(value: Any) -> Any:
 
 def dumps_row(item: dict[str, Any]) -> bytes:
     """One NDJSON line for ``item``; raises orjson's error on a value it cannot write."""
-    before = _tag_count[0]
+    before = _per_thread.tags[0]
     try:
         line = orjson.dumps(item, default=_default, option=_OPTIONS)
     except orjson.JSONEncodeError as exc:
@@ -110,7 +120,7 @@ def dumps_escaped(item: dict[str, Any]) -> bytes:
 
 def check_tags(item: dict[str, Any], line: bytes, tags_before: int) -> bytes:
     """``line`` again with real NUL-led strings escaped, if it has more than its own tags."""
-    if line.count(_NUL_STRING) > _tag_count[0] - tags_before:
+    if line.count(_NUL_STRING) > _per_thread.tags[0] - tags_before:
         return orjson.dumps(escape_tagged_strings(item), default=_default, option=_OPTIONS)
     return line
 
@@ -118,7 +128,8 @@ def check_tags(item: dict[str, Any], line: bytes, tags_before: int) -> bytes:
 @dataclasses.dataclass(frozen=True)
 class BatchSerializer:
     """The pieces of dumps_row for a loop that inlines it (see extract/extractor.py), which
-    binds each to a local once; a JSONEncodeError there goes to dumps_row."""
+    binds each to a local once; a JSONEncodeError there goes to dumps_row. Made in the
+    thread that serializes: ``tag_count`` is that thread's."""
 
     dumps: Callable[..., bytes]
     default: Callable[[Any], Any]
@@ -141,7 +152,7 @@ def batch_serializer() -> BatchSerializer:
         default=_default,
         options=_OPTIONS,
         nul_string=_NUL_STRING,
-        tag_count=_tag_count,
+        tag_count=_per_thread.tags,
         find=bytes.find,
         count=bytes.count,
         backslash=_BACKSLASH,

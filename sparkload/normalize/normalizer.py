@@ -26,7 +26,7 @@ from sparkload.common.hints import LoadHints
 from sparkload.common.package import ARROW_DIR, JSON_DIR
 from sparkload.common.sql import quote
 from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
-from sparkload.exceptions import NormalizeError
+from sparkload.exceptions import DamagedFileError, NormalizeError
 from sparkload.normalize.columns import Flattened, NestedList, flatten, flatten_element
 from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_types, split_conflicts
 from sparkload.normalize.infer import ColumnSpec, infer_columns
@@ -84,6 +84,7 @@ class TableNormalizer:
     ) -> list[NormalizedTable]:
         """Normalize one extracted table into Parquet folders under ``out_uri`` (one per
         table); ``json_schema`` is its staged NDJSON's schema if extraction inferred it."""
+        refuse_cut_lines(extracted / JSON_DIR, self.load_id, table)
         schema = T._parse_datatype_json_string(json_schema) if json_schema else None
         preferred = preferred_types(self.destination_schema(table), self.column_hints)
         try:
@@ -200,6 +201,31 @@ class TableNormalizer:
         for note in collisions:
             logger.warning("table '%s': column name collision resolved: %s", name, note)
         return NormalizedTable(name, parent, root, rows, specs, system, collisions, distinct_keys)
+
+
+def refuse_cut_lines(json_dir: Path, load_id: str, table: str) -> None:
+    """Refuse staged NDJSON whose last line is incomplete. Extract writes whole lines, so a
+    file that does not end with a newline was cut short after it was written (a full disk,
+    a copy interrupted); Spark would read the cut line as a parse error or, leniently, as a
+    row of NULLs. One byte read per file (files are rotated at 16 MiB)."""
+    if not json_dir.is_dir():
+        return
+    for path in sorted(path for path in json_dir.iterdir() if path.is_file()):
+        with open(path, "rb") as staged:
+            size = staged.seek(0, 2)
+            if size == 0:
+                continue
+            staged.seek(size - 1)
+            if staged.read(1) == b"\n":
+                continue
+        raise DamagedFileError(
+            f"load package {load_id}, table '{table}': the staged file {path} ends in the middle "
+            "of a line (it was cut short after extract wrote it); pipeline.drop_pending_packages() "
+            "discards the package, and the next run extracts its data again",
+            path=str(path),
+            load_id=load_id,
+            table=table,
+        )
 
 
 def _is_hidden_task_error(exc: Exception) -> bool:

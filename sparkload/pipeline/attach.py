@@ -23,8 +23,10 @@ def attach(
     working directory has none; the state then comes from the destination."""
     check_folder_name("pipeline_name", pipeline_name)  # before its folder is read
     directory = Path(pipelines_dir) if pipelines_dir is not None else _default_pipelines_dir()
-    # Read before making the Pipeline: making it writes the file.
-    recorded = read_pipeline_file(directory / pipeline_name)
+    # Read before making the Pipeline: making it writes the file. Not needed (and not read,
+    # so a damaged one is replaced) when both are given.
+    given = destination is not None and dataset_name is not None
+    recorded = None if given else read_pipeline_file(directory / pipeline_name)
     if destination is None:
         if recorded is None:
             raise SparkloadError(

@@ -1,7 +1,8 @@
 """One run of a pipeline at a time: an exclusive lock on a file in its working directory.
 
-A second process that runs the same pipeline (same name and pipelines directory) fails
-fast with a clear error instead of interleaving packages and state. The lock belongs to
+A second process that runs the same pipeline (same name and pipelines directory), or a
+second thread using the same Pipeline object, fails fast with a clear error instead of
+interleaving packages and state. The lock belongs to
 this machine's working directory; for runs of one pipeline on two machines, each load
 package carries the state version it was extracted from, and a package whose base another
 run has moved past is refused (``check_not_overtaken``) rather than loaded twice.
@@ -10,6 +11,7 @@ run has moved past is refused (``check_not_overtaken``) rather than loaded twice
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -31,16 +33,32 @@ def check_not_overtaken(pipeline_name: str, load_id: str, base_version: int, com
 
 
 class RunLock:
-    """Re-entrant within a process (run() holds it while calling extract/normalize/load)."""
+    """Re-entrant within the thread that holds it (run() holds it while calling
+    extract/normalize/load). Another thread using the same Pipeline is refused at once,
+    as another process is: the file lock is the process's, so without this a second
+    thread would re-enter it and interleave packages and state with the first."""
 
     def __init__(self, path: Path, pipeline_name: str) -> None:
         self.path = path
         self.pipeline_name = pipeline_name
         self._depth = 0
+        self._owner: int | None = None  # the thread holding the lock
+        self._guard = threading.Lock()  # over _depth and _owner
         self._handle: IO[Any] | None = None
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
+        with self._guard:
+            self._enter(threading.get_ident())
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._exit()
+
+    def _enter(self, thread: int) -> None:
+        if self._owner not in (None, thread):
+            raise PipelineLockedError(self.pipeline_name, str(self.path))
         if self._depth == 0 and fcntl is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             handle = open(self.path, "a+")  # noqa: SIM115 - kept open while the lock is held
@@ -50,12 +68,15 @@ class RunLock:
                 handle.close()
                 raise PipelineLockedError(self.pipeline_name, str(self.path)) from None
             self._handle = handle
+        self._owner = thread
         self._depth += 1
-        try:
-            yield
-        finally:
-            self._depth -= 1
-            if self._depth == 0 and self._handle is not None and fcntl is not None:
-                fcntl.flock(self._handle, fcntl.LOCK_UN)
-                self._handle.close()
-                self._handle = None
+
+    def _exit(self) -> None:
+        self._depth -= 1
+        if self._depth > 0:
+            return
+        self._owner = None
+        if self._handle is not None and fcntl is not None:
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None

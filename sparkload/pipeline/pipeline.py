@@ -39,6 +39,8 @@ from sparkload.engine.checks import require_delta
 from sparkload.engine.session import is_own_session
 from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import (
+    DamagedFileError,
+    DestinationStateMissingError,
     NormalizeError,
     OvertakenPackageError,
     ResourceError,
@@ -72,6 +74,7 @@ from sparkload.pipeline.trace import PipelineTrace
 
 logger = logging.getLogger(__name__)
 
+_PARQUET = ".parquet"
 # Tables normalized at once (each is a few engine calls; see common/side_by_side.py).
 _CONCURRENT_TABLES = 4
 
@@ -146,6 +149,8 @@ class Pipeline:
         self._spark_arg = spark
         self._spark: Any = None
         self._state: dict[str, Any] | None = None
+        # Whether _state was compared with the destination's since it was last read.
+        self._state_synced = False
         self.last_trace: PipelineTrace | None = None
         if dev_mode:
             shutil.rmtree(self.working_dir, ignore_errors=True)
@@ -201,21 +206,37 @@ class Pipeline:
 
     @property
     def state(self) -> dict[str, Any]:
-        """The pipeline state as last committed (restored from the destination if the
-        working directory has none)."""
+        """The pipeline state as last committed: the working directory's copy, as dlt's
+        ``pipeline.state`` is, so reading it starts no engine; restored from the destination
+        when the working directory has none. Every run first syncs with the destination."""
         if self._state is None:
             local = state_store.read_local(self.working_dir)
+            if local is None:
+                return self._synced_state()
+            self._state, self._state_synced = local, False
+        return self._state
+
+    def _synced_state(self) -> dict[str, Any]:
+        """The committed state, compared with the destination's once (the destination holds
+        the authoritative copy; the working directory's may be older, or gone)."""
+        if self._state is None or not self._state_synced:
+            local = state_store.read_local(self.working_dir)
+            local_version = int(local["_state_version"]) if local else 0
             remote = state_store.read_destination(
-                self.dataset,
-                self.pipeline_name,
-                known_version=int(local["_state_version"]) if local else 0,
+                self.dataset, self.pipeline_name, known_version=local_version
             )
+            if remote is None and local_version > 0:
+                # Not another run's doing (that leaves a newer state): the dataset is gone.
+                raise DestinationStateMissingError(self.pipeline_name, self.dataset.shown, local_version)
+            if local is None and remote is not None:
+                state_store.write_local(self.working_dir, remote)  # the cache, restored
             candidates = [s for s in (local, remote) if s is not None]
             self._state = (
                 max(candidates, key=lambda s: s.get("_state_version", 0))
                 if candidates
                 else state_store.empty_state()
             )
+            self._state_synced = True
         return self._state
 
     def table(self, name: str) -> Any:
@@ -443,6 +464,7 @@ class Pipeline:
                 "hints": hints,
                 "state": manifest["state"],
                 "base_version": manifest["base_version"],
+                "files": _normalized_files(staged, [table["name"] for table in tables]),
             },
         )
 
@@ -459,9 +481,11 @@ class Pipeline:
 
         normalizer = TableNormalizer(self.spark, package.load_id, extracted.hints, destination_schema)
         try:
-            return normalizer.normalize(
+            tables = normalizer.normalize(
                 name, package.extracted_table_dir(name), staged.normalized_uri, extracted.json_schema
             )
+            _refuse_lost_rows(package, extracted, tables[0].rows)
+            return tables
         except SparkloadError:
             raise
         except Exception as exc:
@@ -487,6 +511,7 @@ class Pipeline:
                 "load", package.load_id, trace=trace, progress=self.progress, advice=_load_advice
             ):
                 normalized = package.read(NORMALIZE_MANIFEST)
+                _refuse_damaged_normalized_files(package, normalized.get("files", {}))
                 if not package.has(LOADED_MANIFEST):
                     self._claim(package, normalized["base_version"])
                 loader = Loader(
@@ -495,11 +520,11 @@ class Pipeline:
                     package,
                     on_table=self.progress.table,
                     on_destructive_change=self.on_destructive_change,
-                    recorded_keys=self.state.get(destructive.KEYS_STATE),
+                    recorded_keys=self._synced_state().get(destructive.KEYS_STATE),
                 )
                 loads = loader.load()
                 new_state = state_store.loads_state(normalized["state"])
-                if new_state.get("_state_version", 0) > self.state.get("_state_version", 0):
+                if new_state.get("_state_version", 0) > self._synced_state().get("_state_version", 0):
                     state_store.write_destination(
                         self.dataset, self.pipeline_name, new_state, package.load_id
                     )
@@ -535,8 +560,8 @@ class Pipeline:
         ]
         if not pending:
             # Read afresh: another process or machine may have run the pipeline since.
-            self._state = None
-            return self.state
+            self._state_synced = False
+            return self._synced_state()
         return state_store.loads_state(max(pending)[1])
 
     def _claim(self, package: LoadPackage, base_version: int) -> None:
@@ -545,6 +570,9 @@ class Pipeline:
         committed = state_store.destination_version(
             self.dataset, self.pipeline_name, known_version=base_version
         )
+        if committed == 0 and base_version > 0:
+            # No run commits version 0 over a later one: the dataset is gone, not overtaken.
+            raise DestinationStateMissingError(self.pipeline_name, self.dataset.shown, base_version)
         check_not_overtaken(self.pipeline_name, package.load_id, base_version, committed)
         package.write(LOADED_MANIFEST, {})
 
@@ -586,6 +614,8 @@ class Pipeline:
     ) -> DropResult:
         """Drop resources' tables and state (all resources when none are named), so the next
         run loads them afresh; see ``sparkload.pipeline.drop``."""
+        self._state_synced = False
+        self._synced_state()  # what drop_pipeline_resources reads as pipeline.state
         result = drop_pipeline_resources(self, resources, state_only=state_only)
         self._state = result.state
         return result
@@ -603,6 +633,8 @@ def _load_advice(error: Exception) -> str:
     """What a failed load's message ends with: what became of its package."""
     if isinstance(error, OvertakenPackageError):
         return "Nothing of it was loaded; pipeline.drop_pending_packages() discards it"
+    if isinstance(error, (DamagedFileError, DestinationStateMissingError)):
+        return ""  # the error says what to do itself
     if isinstance(error, SparkloadError):
         # A refused load (bad hints, duplicate keys, a type conflict) changes nothing;
         # the package waits so a fixed run can retry it, or it can be dropped.
@@ -611,6 +643,56 @@ def _load_advice(error: Exception) -> str:
             "it; pipeline.drop_pending_packages() discards it"
         )
     return ""
+
+
+def _refuse_lost_rows(package: LoadPackage, extracted: ExtractedTable, normalized_rows: int) -> None:
+    """Stop before any commit when the staged files hold other than the rows extract wrote
+    (lines deleted from a staged file): the count normalize's profile already took, against
+    extract.json's, so the check costs nothing."""
+    if normalized_rows == extracted.rows:
+        return
+    folder = package.extracted_table_dir(extracted.name)
+    raise DamagedFileError(
+        f"load package {package.load_id}, table '{extracted.name}': extract wrote {extracted.rows} "
+        f"rows, but the staged files in {folder} hold {normalized_rows}; they were changed after "
+        "extract. pipeline.drop_pending_packages() discards the package, and the next run "
+        "extracts its data again",
+        path=str(folder),
+        load_id=package.load_id,
+        table=extracted.name,
+        expected_rows=extracted.rows,
+        found_rows=normalized_rows,
+    )
+
+
+def _normalized_files(staged: LoadPackage, tables: list[str]) -> dict[str, dict[str, int]]:
+    """The Parquet files normalize wrote, by table, with their sizes: what the load checks
+    before its first commit (a listing per table, no engine call)."""
+    return {name: Folder(staged.normalized_table_uri(name)).file_sizes(_PARQUET) for name in tables}
+
+
+def _refuse_damaged_normalized_files(package: LoadPackage, written: Mapping[str, Mapping[str, int]]) -> None:
+    """Stop before the load when a normalized file is gone or changed size since normalize
+    wrote it: Spark would load fewer rows without a word, or fail on it mid-load."""
+    for table, files in written.items():
+        found = Folder(package.normalized_table_uri(table)).file_sizes(_PARQUET)
+        for name, size in files.items():
+            if found.get(name) == size:
+                continue
+            path = f"{package.normalized_table_uri(table)}/{name}"
+            what = (
+                "is missing"
+                if name not in found
+                else f"holds {found[name]} bytes, not the {size} normalize wrote"
+            )
+            raise DamagedFileError(
+                f"load package {package.load_id}, table '{table}': the normalized file {path} {what}; "
+                "the load stopped before committing from it. pipeline.drop_pending_packages() discards "
+                "the package, and the next run extracts its data again",
+                path=path,
+                load_id=package.load_id,
+                table=table,
+            )
 
 
 def _add_empty_replace_tables(

@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 from sparkload.destinations import DeltaDestination
+from sparkload.exceptions import DamagedFileError
 
 PIPELINE_FILE = "pipeline.json"
 
@@ -52,7 +53,15 @@ def read_pipeline_file(working_dir: Path) -> PipelineFile | None:
     path = working_dir / PIPELINE_FILE
     if not path.exists():
         return None
-    content = orjson.loads(path.read_bytes())
+    try:
+        content = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise DamagedFileError(
+            f"{path} is damaged ({exc}); give the pipeline's destination and dataset "
+            "(sl.attach(name, destination=..., dataset_name=...), or --destination and "
+            "--dataset on the command line) and it is written afresh",
+            path=str(path),
+        ) from exc
     destination = DeltaDestination(
         content.get("destination_url"), content.get("catalog"), content.get("staging_url")
     )

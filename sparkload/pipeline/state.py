@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from pyspark.sql import types as T
 
 from sparkload.common.time import now
 from sparkload.load.dataset import Dataset
+
+logger = logging.getLogger(__name__)
 
 STATE_TABLE = "_sparkload_pipeline_state"
 STATE_FILE = "state.json"
@@ -73,10 +76,21 @@ def empty_state() -> dict[str, Any]:
 
 
 def read_local(working_dir: Path) -> dict[str, Any] | None:
+    """The working folder's copy of the state; None when there is none, or when it is
+    damaged: it is only a cache of the destination's, which is then read instead (and the
+    next commit writes the copy afresh)."""
     path = working_dir / STATE_FILE
     if not path.exists():
         return None
-    return loads_state(path.read_bytes())
+    try:
+        return loads_state(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        logger.warning(
+            "%s is damaged (%s); it is only a local copy: the state is read from the destination",
+            path,
+            exc,
+        )
+        return None
 
 
 def write_local(working_dir: Path, state: dict[str, Any]) -> None:
