@@ -48,6 +48,12 @@ def _json_type(value: Any) -> str | None:
     return "object" if isinstance(value, dict) else "array"
 
 
+# What stands in for a None element of a list of dicts or of a list of lists.
+_EMPTY_ELEMENT: dict[frozenset[str], Callable[[], Any]] = {
+    frozenset({"object"}): dict,
+    frozenset({"array"}): list,
+}
+
 # Tagged values that belong to a JSON number type.
 _FAMILY = {"wide_bigint": "bigint", "special_double": "double"}
 
@@ -159,8 +165,9 @@ class _FieldTypes:
         if isinstance(item, list):
             element = path + ("[]",)
             for value in item:
-                if not isinstance(value, (dict, list)) and value is not None:
-                    # Scalars of a list: only to see whether they hold tagged doubles.
+                if value is not None:
+                    # The types of a list's elements: whether its numbers are tagged, and
+                    # what stands in for its None elements.
                     self.seen.setdefault(element, set()).add(str(_json_type(value)))
                 self.visit(value, element)
             return
@@ -213,6 +220,11 @@ class _Rewriter:
                 # Ints beyond ±2**53 travel as tagged text: the list's other ints too, so
                 # its elements share one JSON type (as the ints of a field do).
                 item = [_bigint_tag(value) for value in item]
+            empty = _EMPTY_ELEMENT.get(frozenset(self.types.seen.get(element, ())))
+            if empty is not None:
+                # The JSON reader cannot read a None among dicts or lists (Sail 0.7.2): it
+                # becomes an empty one, which loads as a nested row without values.
+                item = [empty() if value is None else value for value in item]
             return [self.rewrite(value, element) for value in item]
         if not isinstance(item, dict):
             return item
