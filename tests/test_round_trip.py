@@ -371,10 +371,11 @@ def same_value(expected: Any, actual: Any, raw: Any) -> bool:
             return False
         return all(same_value(expected.get(k), actual[k], raw_child(raw, k)) for k in actual)
     if isinstance(expected, list):
+        raw_elements = raw if isinstance(raw, list) else [None] * len(expected)  # None came back as []
         return (
             isinstance(actual, list)
             and len(expected) == len(actual)
-            and all(same_value(e, a, r) for e, a, r in zip(expected, actual, raw, strict=True))
+            and all(same_value(e, a, r) for e, a, r in zip(expected, actual, raw_elements, strict=True))
         )
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(expected) is type(actual) and expected == actual
@@ -390,15 +391,16 @@ def same_value(expected: Any, actual: Any, raw: Any) -> bool:
 
 
 def _same_number(expected: int | float | decimal.Decimal, actual: int | float | decimal.Decimal) -> bool:
-    # A float is never read back as an int or a Decimal: only ints and Decimals move.
-    if isinstance(expected, float) != isinstance(actual, float):
-        return False
-    return expected == actual
+    # Only an int may come back as another kind of number (a Decimal here; a double is
+    # checked before, with its 2**53 bound).
+    if isinstance(expected, int):
+        return not isinstance(actual, float) and expected == actual
+    return type(actual) is type(expected) and expected == actual
 
 
 def raw_child(raw: Any, normalized_key: str) -> Any:
     """The yielded value under the key that normalizes to ``normalized_key``."""
-    for key, child in raw.items():
+    for key, child in (raw or {}).items():
         if normalize_identifier(key) == normalized_key:
             return child
     raise KeyError(normalized_key)
