@@ -118,7 +118,7 @@ texts = (st.text(max_size=8) | st.text(max_size=6).map(lambda s: "\x00" + s)).fi
     lambda s: not _ISO.match(s)
 )
 offsets = st.integers(-14 * 60, 14 * 60).map(lambda m: datetime.timezone(datetime.timedelta(minutes=m)))
-# Years 2..9998: an aware datetime at the very ends cannot be converted to UTC.
+# Years 2..9998: an aware datetime at the very ends has no UTC value (a clear extract error).
 datetimes = st.datetimes(datetime.datetime(2, 1, 1), datetime.datetime(9998, 12, 31)) | st.datetimes(
     datetime.datetime(2, 1, 1), datetime.datetime(9998, 12, 31), timezones=offsets
 )
@@ -192,26 +192,24 @@ def one_json_type_per_list(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     "Json error": the conflict splitter gives dict keys variant columns but not elements.
     """
     first: dict[tuple[str, ...], str] = {}
-    floats_beside_wide_ints: set[tuple[str, ...]] = set()
+    # A list path may hold ints beyond 2**53 or floats, not both: tagged doubles would round
+    # the ints, and a list has no variant column to keep either apart.
+    with_wide_ints: set[tuple[str, ...]] = set()
+    with_floats: set[tuple[str, ...]] = set()
 
     def element_type(path: tuple[str, ...], value: Any) -> str | None:
         kind = staged_json_type(value)
         if kind is None:
             return None
         family = _LIST_FAMILIES.get(kind, kind)
-        if family == "numeric":
-            # A list path may hold wide ints or floats, not both: tagged doubles would round
-            # the ints, and a list has no variant column to keep either apart.
-            is_wide = kind == "wide_int"
-            is_float = isinstance(value, float)
-            seen = first.get(path + ("wide",)), first.get(path + ("float",))
-            if (is_wide and seen[1]) or (is_float and seen[0]):
-                floats_beside_wide_ints.add(path)
+        if kind == "wide_int":
+            if path in with_floats:
                 return "conflict"
-            if is_wide:
-                first[path + ("wide",)] = "yes"
-            if is_float:
-                first[path + ("float",)] = "yes"
+            with_wide_ints.add(path)
+        if isinstance(value, float):
+            if path in with_wide_ints:
+                return "conflict"
+            with_floats.add(path)
         return family
 
     def repair(value: Any, path: tuple[str, ...]) -> Any:
