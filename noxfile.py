@@ -1,8 +1,11 @@
-"""Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s airflow`, `nox -s benchmark`, and
+"""Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s airflow`, `nox -s benchmark`,
+`nox -s property` (the property and fuzz tests with thousands of examples), and
 the engine matrix: `nox -s spark` (JVM Spark + delta-spark), `nox -s connect` (a Sail Spark
 Connect server in another process), `nox -s cluster` (Sail's local-cluster mode)."""
 
 from __future__ import annotations
+
+import os
 
 import nox
 
@@ -115,6 +118,23 @@ def lint(session: nox.Session) -> None:
     session.run("mypy", "--strict", "--follow-imports=silent", "sparkload/common")
     # Stages depend downward only (the contract in pyproject.toml).
     session.run("lint-imports")
+
+
+@nox.session
+def property(session: nox.Session) -> None:
+    """The property and fuzz tests with a thousand examples per test (thousands in all) from
+    a fresh seed each run, where the main suite runs a fixed, derandomized few hundred;
+    ``SPARKLOAD_PROPERTY_EXAMPLES=N nox -s property`` sets another count."""
+    session.install("-e", ".[local,test]")
+    examples = os.environ.get("SPARKLOAD_PROPERTY_EXAMPLES", "1000")
+    session.run(
+        "pytest",
+        "tests/test_round_trip.py",
+        "tests/test_fuzz_inputs.py",
+        "--timeout=0",  # a thousand pipeline runs outlast the suite's per-test limit
+        *session.posargs,
+        env={"SPARKLOAD_PROPERTY_EXAMPLES": examples},
+    )
 
 
 @nox.session

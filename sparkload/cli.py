@@ -27,6 +27,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SparkloadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        # The file system refused a path the arguments name (too long, not readable).
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 def _parser() -> argparse.ArgumentParser:

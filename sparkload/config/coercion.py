@@ -33,7 +33,8 @@ def coerce(value: Any, annotation: Any, *, key: str, secret: bool) -> Any:
     """
     try:
         return _convert(value, annotation)
-    except (_CoercionFailed, ValueError, TypeError):
+    # RecursionError: the JSON parser's answer to text nested too deep ("[[[[...")
+    except (_CoercionFailed, ValueError, TypeError, RecursionError):
         pass
     # Raised outside the except block: the chained ValueError of e.g. int("s3cr3t") quotes
     # the text, and a traceback printer would show it as __context__.

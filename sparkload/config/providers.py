@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import tomlkit
-from tomlkit.exceptions import ParseError
+from tomlkit.exceptions import ParseError, TOMLKitError
 
 from sparkload.exceptions import ConfigValueError
 
@@ -123,18 +123,20 @@ def _read_toml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError):
         return {}
-    error: ParseError | None = None
-    try:
-        # unwrap() turns tomlkit's str/int/table wrappers into plain Python values
-        return tomlkit.parse(text).unwrap()
-    except ParseError as exc:
-        error = exc
-    # Raised outside the except block so the parse error (whose text can quote the file,
-    # i.e. a secret) is not chained as __context__; only the position is reported.
-    raise ConfigValueError(
-        f"cannot parse {path}: invalid TOML at line {error.line}, column {error.col}",
-        key=str(path),
-    )
+    except UnicodeDecodeError as exc:
+        problem = f"not UTF-8 text (byte {exc.start})"
+    else:
+        try:
+            # unwrap() turns tomlkit's str/int/table wrappers into plain Python values
+            return tomlkit.parse(text).unwrap()
+        except ParseError as exc:
+            problem = f"invalid TOML at line {exc.line}, column {exc.col}"
+        except TOMLKitError as exc:
+            # not a ParseError, so without a position: a key or table defined twice
+            problem = f"invalid TOML ({type(exc).__name__})"
+    # Raised outside the except blocks so the error (whose text can quote the file, i.e. a
+    # secret) is not chained as __context__; only the position is reported.
+    raise ConfigValueError(f"cannot parse {path}: {problem}", key=str(path))
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> None:

@@ -51,6 +51,16 @@ def _nesting_allowed(level: int, max_nesting: int | None) -> bool:
     return max_nesting is None or level + 1 <= max_nesting
 
 
+def _holds_nothing(dtype: T.DataType) -> bool:
+    """Whether values of ``dtype`` can only be NULL or empty: null, a struct of such fields
+    (``{}`` too), or a list of such elements."""
+    if isinstance(dtype, T.NullType):
+        return True
+    if isinstance(dtype, T.StructType):
+        return all(_holds_nothing(field.dataType) for field in dtype.fields)
+    return isinstance(dtype, T.ArrayType) and _holds_nothing(dtype.elementType)
+
+
 def field_names(fields: list[str]) -> tuple[list[str], list[NameCollision]]:
     """Normalized names of sibling keys.
 
@@ -66,7 +76,10 @@ def field_names(fields: list[str]) -> tuple[list[str], list[NameCollision]]:
     for name in fields:
         if VARIANT_KEY_MARK in name:
             base, data_type = name.split(VARIANT_KEY_MARK, 1)
-            names.append(variant_column_name(normalize_identifier(base), data_type))
+            # The variant belongs to its key's column, suffix included when the key's
+            # name collided (``userId`` → ``user_id_1`` → ``user_id_1__v_text``).
+            column = by_raw.get(base) or normalize_identifier(base)
+            names.append(variant_column_name(column, data_type))
         else:
             names.append(by_raw[name])
     return names, collisions
@@ -91,8 +104,10 @@ def flatten(
         dtype = field.dataType
         if isinstance(dtype, T.StructType) and _nesting_allowed(level, max_nesting):
             flatten(dtype, column.getField, table, path, level + 1, max_nesting, out)
-        elif isinstance(dtype, T.ArrayType) and isinstance(dtype.elementType, T.NullType):
-            continue  # lists that were empty or None in every row: nothing to load
+        elif isinstance(dtype, T.ArrayType) and _holds_nothing(dtype.elementType):
+            # Lists that were empty, or held only None and empty dicts, in every row: nothing
+            # to load (and Parquet cannot write a struct without fields).
+            continue
         elif isinstance(dtype, T.ArrayType) and _nesting_allowed(level, max_nesting):
             out.nested.append(NestedList(make_path(table, path), column, dtype.elementType, level + 1))
         else:

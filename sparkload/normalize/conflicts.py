@@ -24,7 +24,7 @@ import orjson
 from pyspark.sql import types as T
 
 from sparkload.common.naming import normalize_path
-from sparkload.common.tags import TAG, TAG_BIGINT, TAG_DECIMAL, TAG_DOUBLE, TAGS
+from sparkload.common.tags import TAG, TAG_BIGINT, TAG_DECIMAL, TAG_DOUBLE, TAG_STRING, TAGS
 from sparkload.normalize.columns import VARIANT_KEY_MARK
 
 Path_ = tuple[str, ...]
@@ -48,6 +48,12 @@ def _json_type(value: Any) -> str | None:
     return "object" if isinstance(value, dict) else "array"
 
 
+# What stands in for a None element of a list of dicts or of a list of lists.
+_EMPTY_ELEMENT: dict[frozenset[str], Callable[[], Any]] = {
+    frozenset({"object"}): dict,
+    frozenset({"array"}): list,
+}
+
 # Tagged values that belong to a JSON number type.
 _FAMILY = {"wide_bigint": "bigint", "special_double": "double"}
 
@@ -61,6 +67,28 @@ def _double_tag(value: Any) -> Any:
     exact doubles; wider ones never share a field with doubles)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return TAG_DOUBLE + repr(float(value))
+    return value
+
+
+def _bigint_tag(value: Any) -> Any:
+    """An int as tagged bigint text (a tagged one is left as it is)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return TAG_BIGINT + str(value)
+    return value
+
+
+def _untagged(value: Any) -> Any:
+    """A staged value as JSON text holds it in a ``__v_json`` column: tags are
+    serialization's, never the user's, so each tagged value is written as dlt's JSON
+    encoder writes it (ISO dates and times, decimal digits, base64 bytes, ``"NaN"``)."""
+    if isinstance(value, dict):
+        return {key: _untagged(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_untagged(child) for child in value]
+    if isinstance(value, str) and value[:2] in TAGS:
+        return int(value[2:]) if value[:2] == TAG_BIGINT else value[2:]
+    if isinstance(value, str) and value.startswith(TAG_STRING):
+        return value[len(TAG_STRING) :]
     return value
 
 
@@ -137,8 +165,9 @@ class _FieldTypes:
         if isinstance(item, list):
             element = path + ("[]",)
             for value in item:
-                if not isinstance(value, (dict, list)) and value is not None:
-                    # Scalars of a list: only to see whether they hold tagged doubles.
+                if value is not None:
+                    # The types of a list's elements: whether its numbers are tagged, and
+                    # what stands in for its None elements.
                     self.seen.setdefault(element, set()).add(str(_json_type(value)))
                 self.visit(value, element)
             return
@@ -187,6 +216,15 @@ class _Rewriter:
             element = path + ("[]",)
             if self.types.doubles_tagged(element):
                 item = [_double_tag(value) for value in item]
+            elif "wide_bigint" in self.types.seen.get(element, ()):
+                # Ints beyond ±2**53 travel as tagged text: the list's other ints too, so
+                # its elements share one JSON type (as the ints of a field do).
+                item = [_bigint_tag(value) for value in item]
+            empty = _EMPTY_ELEMENT.get(frozenset(self.types.seen.get(element, ())))
+            if empty is not None:
+                # The JSON reader cannot read a None among dicts or lists (Sail 0.7.2): it
+                # becomes an empty one, which loads as a nested row without values.
+                item = [empty() if value is None else value for value in item]
             return [self.rewrite(value, element) for value in item]
         if not isinstance(item, dict):
             return item
@@ -213,7 +251,7 @@ class _Rewriter:
                 out[key] = self.rewrite(value, key_path)
             elif value_type in ("object", "array"):
                 # A nested value where a scalar was seen first: kept whole, as JSON text.
-                out[key + VARIANT_KEY_MARK + "json"] = orjson.dumps(value).decode()
+                out[key + VARIANT_KEY_MARK + "json"] = orjson.dumps(_untagged(value)).decode()
             else:
                 if value_type == "double" and self.types.doubles_tagged(key_path):
                     value = _double_tag(value)  # beside the tagged ones in the variant key

@@ -26,6 +26,13 @@ class SchemaConflict(Exception):
     """Two staged files give one field different, incompatible types."""
 
 
+def is_json_type_conflict(exc: Exception) -> bool:
+    """Whether the engine refused to read or infer JSON because one field holds values of
+    incompatible JSON types (a scalar in one record, an object or array in another)."""
+    text = str(exc)
+    return "Json error" in text or "JSON" in text and "decod" in text
+
+
 def infer_json_schema(spark: Any, path: str) -> T.StructType:
     """The file's schema, its fields in the order of the file's first record: JVM Spark
     sorts inferred fields by name, Sail keeps them as seen, and a table's columns (and the
@@ -106,14 +113,19 @@ class SchemaInference:
         out: dict[str, str | None] = {}
         try:
             for table, futures in self._futures.items():
-                schemas = [future.result() for future in futures]
                 try:
+                    # One file alone can hold a conflict the engine refuses to infer.
+                    schemas = [future.result() for future in futures]
                     merged = schemas[0]
                     for schema in schemas[1:]:
                         merged = merge_structs(merged, schema)
                     out[table] = merged.json()
                 except SchemaConflict:
                     out[table] = None
+                except Exception as exc:
+                    if not is_json_type_conflict(exc):
+                        raise
+                    out[table] = None  # normalization splits the values into variant columns
         finally:
             self._pool.shutdown(wait=True)
         return out

@@ -30,7 +30,7 @@ from sparkload.exceptions import DamagedFileError, NormalizeError
 from sparkload.normalize.columns import Flattened, NestedList, flatten, flatten_element
 from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_types, split_conflicts
 from sparkload.normalize.infer import ColumnSpec, infer_columns
-from sparkload.normalize.json_schema import INFER_ALL
+from sparkload.normalize.json_schema import INFER_ALL, is_json_type_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class TableNormalizer:
             if not doubles_for_bigint_columns(raw.schema, preferred):
                 return self._normalize(table, raw, out_uri)
         except Exception as exc:
-            if not (_is_json_type_conflict(exc) or _is_hidden_task_error(exc)):
+            if not (is_json_type_conflict(exc) or _is_hidden_task_error(exc)):
                 raise
         # Some field holds values of different JSON types: split them and read again.
         logger.info("table '%s': values of conflicting types, splitting into variant columns", table)
@@ -234,8 +234,3 @@ def _is_hidden_task_error(exc: Exception) -> bool:
     error (here, often the JSON type conflict). The split path reads the data again: it
     succeeds where the cause was a type conflict and raises the real error otherwise."""
     return "a different attempt has already produced job output" in str(exc)
-
-
-def _is_json_type_conflict(exc: Exception) -> bool:
-    text = str(exc)
-    return "Json error" in text or "JSON" in text and "decod" in text
