@@ -24,6 +24,7 @@ import engines
 import pytest
 
 import sparkload as sl
+from sparkload.common.naming import normalize_dataset_name
 from sparkload.common.package import list_packages
 from sparkload.common.sql import quote, string_literal
 from sparkload.common.system_columns import SYSTEM_COLUMNS
@@ -38,6 +39,12 @@ DAY = datetime.timedelta(days=1)
 START = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
 
 
+def schema_for(prefix: str, tmp_path: Path) -> str:
+    """A schema name of its own for this test, in dlt's normal form: the dataset name a
+    pipeline uses (``crm__x`` would be the dataset ``crm_x``)."""
+    return normalize_dataset_name(f"{prefix}_{next(_schemas)}_{tmp_path.name[-12:]}")
+
+
 @pytest.fixture
 def catalog_pipeline(tmp_path: Path) -> Iterator[sl.Pipeline]:
     """A pipeline into a fresh schema of the engine's current catalog. The schema is made
@@ -48,7 +55,7 @@ def catalog_pipeline(tmp_path: Path) -> Iterator[sl.Pipeline]:
     )
     spark = probe.spark
     catalog = spark.catalog.currentCatalog()
-    schema = f"crm_{tmp_path.name[-12:].lower()}_{next(_schemas)}".replace("-", "_")
+    schema = schema_for("crm", tmp_path)
     location = tmp_path / "warehouse" / schema
     spark.sql(f"CREATE SCHEMA {quote(catalog)}.{quote(schema)} LOCATION {string_literal(str(location))}")
     yield sl.pipeline(
@@ -257,7 +264,7 @@ def test_the_schema_is_created_when_missing_and_attach_finds_the_catalog(
         "probe", destination=sl.destinations.delta(tmp_path / "unused"), pipelines_dir=tmp_path
     )
     catalog = probe.spark.catalog.currentCatalog()
-    schema = f"made_{next(_schemas)}_{tmp_path.name[-8:].lower()}".replace("-", "_")
+    schema = schema_for("made", tmp_path)
     pipeline = sl.pipeline(
         "made",
         destination=sl.destinations.delta(catalog=catalog),
@@ -373,7 +380,7 @@ print("ROWS", pipeline.table("orders").count(), flush=True)
 def test_a_second_process_finds_the_catalog_tables_and_state_of_the_first(tmp_path: Path) -> None:
     script = tmp_path / "child.py"
     script.write_text(CHILD)
-    schema = f"shared_{next(_schemas)}_{tmp_path.name[-8:].lower()}".replace("-", "_")
+    schema = schema_for("shared", tmp_path)
 
     def run(machine: str, limit: int) -> str:
         done = subprocess.run(
