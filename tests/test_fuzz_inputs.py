@@ -27,8 +27,9 @@ from pathlib import Path, PurePath
 from typing import Any, Literal
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import property_settings
 
 from sparkload.cli import main
 from sparkload.config import bind_config, config, secrets
@@ -36,15 +37,7 @@ from sparkload.exceptions import ConfigValueError, SparkloadError
 
 # No engine runs here, so examples are cheap: ten times the round trip's count under
 # `nox -s property` (SPARKLOAD_PROPERTY_EXAMPLES), from a fresh seed; a fixed set otherwise.
-THOROUGH = os.environ.get("SPARKLOAD_PROPERTY_EXAMPLES")
-FUZZ_SETTINGS = settings(
-    max_examples=10 * int(THOROUGH) if THOROUGH else 1000,
-    deadline=None,
-    derandomize=not THOROUGH,
-    database=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+FUZZ_SETTINGS = property_settings(1000, thorough_factor=10)
 SECRET_MARK = "s3cr3t-Zq81"
 
 

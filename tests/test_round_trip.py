@@ -38,7 +38,6 @@ import datetime
 import decimal
 import itertools
 import math
-import os
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -47,8 +46,9 @@ from typing import Any
 import deltalake
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import property_settings
 
 import sparkload as sl
 from sparkload.common.naming import normalize_identifier
@@ -60,19 +60,8 @@ EXACT_DOUBLE_INT = 2**53
 _tables = itertools.count()
 
 # -- settings -------------------------------------------------------------------------------
-# The suite runs EXAMPLES per disposition, derandomized so CI sees the same examples every
-# time; `nox -s property` sets SPARKLOAD_PROPERTY_EXAMPLES to run thousands from a fresh seed.
-THOROUGH = os.environ.get("SPARKLOAD_PROPERTY_EXAMPLES")
-EXAMPLES = int(THOROUGH or 100)
-PROPERTY_SETTINGS = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=not THOROUGH,
-    database=None,
-    print_blob=True,
-    # one pipeline per disposition, reused by every example (a new table each time)
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+# 100 examples per disposition in the suite (see property_settings.py).
+PROPERTY_SETTINGS = property_settings(100)
 
 # -- generated items ------------------------------------------------------------------------
 ROW_KEY = "id"
