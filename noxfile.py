@@ -51,6 +51,7 @@ SAIL_MATRIX = [
     "tests/test_exactly_once.py::test_run_after_a_normalize_cut_short_on_a_lost_working_dir_loads_its_day",
     "tests/test_merge_crash.py",
     "tests/test_catalog_tables.py",
+    "tests/test_concurrent_merge.py",
 ]
 # A JVM Spark is several times slower per small statement and each crash-test process
 # starts a JVM, so its run takes the same behaviours in fewer tests.

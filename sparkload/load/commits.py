@@ -1,4 +1,8 @@
-"""A table's commit, prepared (and checked) before any table of the load is committed."""
+"""A table's commit, prepared (and checked) before any table of the load is committed.
+
+A commit that ``follows`` another table's commits runs after them (a nested table after
+its root table, whose rows it reads), and not at all if one of them fails.
+"""
 
 from __future__ import annotations
 
@@ -14,3 +18,4 @@ class TableCommit:
     rows: int
     disposition: str
     action: Callable[[DeltaTable], None]
+    follows: str | None = None

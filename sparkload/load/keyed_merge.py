@@ -7,12 +7,17 @@
 - insert-only: rows whose primary key is absent are inserted, nothing else changes.
 Rows flagged by the ``hard_delete`` column delete their key and are never written; with
 ``sequence_by`` a row older than the stored version of its key is dropped first.
-Each table changes in one MERGE commit (or one append when it does not exist yet).
+Each table changes in one MERGE commit (a table not there yet is created empty first).
+
+The root's MERGE matches destination rows by key, in the statement itself: it depends on
+nothing read from the table beforehand, so a MERGE that lost a race to a concurrent
+writer (a commit conflict) and is retried matches the rows that writer left. Nested tables
+follow the root as ``merge_family`` says.
 """
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -23,7 +28,11 @@ from sparkload.common.system_columns import ID
 from sparkload.exceptions import DuplicateKeyError
 from sparkload.load import dispositions, merge_sql, sequence
 from sparkload.load.commits import TableCommit
-from sparkload.load.merge_family import MergeFamily, add_children, no_ids, replace_children
+from sparkload.load.merge_family import MergeFamily, add_children, replace_children
+from sparkload.load.schema_check import check_types
+from sparkload.load.table import DeltaTable
+
+MergeAction = Callable[[DeltaTable], None]
 
 
 def prepare(family: MergeFamily) -> list[TableCommit]:
@@ -37,17 +46,13 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
     if family.has_duplicates and config.deduplicated:
         rows = dispositions.deduplicate(rows, list(config.primary_key), config.dedup_order())
         filtered = True
+    loaded = rows
+
+    def merge(table: DeltaTable) -> None:
+        _root_merge(family, _sequenced(family, loaded, table))(table)
+
     if config.sequence_by is not None:
-        # Which rows are newer than the stored versions (rows or tombstones) is fixed before
-        # any commit.
-        stored_in = [root, family.table(sequence.tombstone_table(family.root))]
-        applied = family.fixed.get(
-            f"applied/{family.root}",
-            lambda: sequence.newer_than_stored(
-                rows, stored_in, config.primary_key, config.sequence_by or ""
-            ).select(ID),
-        )
-        rows = rows.join(applied, on=ID, how="left_semi")
+        rows = _sequenced(family, loaded, root)
         filtered = True
     deleting = delete_flag(rows, config.hard_delete)
     written = rows if deleting is None else rows.where(~deleting)
@@ -55,17 +60,41 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
     count = written.count() if filtered else family.rows[family.root]
 
     if not root.exists():
-        commits = [family.append(family.root, written, count)]
-        commits += replace_children(family, no_ids(family.spark), written.select(ID) if filtered else None)
-    elif config.strategy == "insert-only":
-        commits = _insert_only(family, rows, count)
-    elif config.strategy == "upsert":
-        commits = _upsert(family, rows, written, count, filtered)
+        commits = [family.create(family.root, count, lambda: written, merge)]
     else:
-        commits = _delete_insert(family, rows, written, count, filtered)
+        commits = [family.commit(family.root, count, merge)]
+    commits += add_children(family) if config.strategy == "insert-only" else replace_children(family)
     if config.sequence_by is not None and deleting is not None:
         commits += _tombstones(family, rows.where(deleting))
     return commits
+
+
+def _sequenced(family: MergeFamily, rows: DataFrame, table: DeltaTable) -> DataFrame:
+    """With ``sequence_by``, the rows newer than the versions stored in ``table`` and its
+    tombstones (fixed in the package, and computed again when either table has moved on);
+    else ``rows``."""
+    config, sequence_by = family.config, family.config.sequence_by
+    if sequence_by is None:
+        return rows
+    stored_in = [table, family.table(sequence.tombstone_table(family.root))]
+
+    def newer() -> DataFrame:
+        return sequence.newer_than_stored(rows, stored_in, config.primary_key, sequence_by).select(ID)
+
+    version = "/".join(str(t.version()) for t in stored_in)
+    applied = family.fixed.get(f"applied/{family.root}", newer, version=version)
+    return rows.join(applied, on=ID, how="left_semi")
+
+
+def _root_merge(family: MergeFamily, rows: DataFrame) -> MergeAction:
+    """The root's MERGE of ``rows`` by the family's strategy."""
+    deleting = delete_flag(rows, family.config.hard_delete)
+    written = rows if deleting is None else rows.where(~deleting)
+    if family.config.strategy == "insert-only":
+        return _insert_only(family, rows)
+    if family.config.strategy == "upsert":
+        return _upsert(family, rows)
+    return _delete_insert(family, rows, written)
 
 
 def delete_flag(df: DataFrame, column: str | None) -> Column | None:
@@ -88,93 +117,54 @@ def _delete_condition(df: DataFrame, column: str | None) -> str | None:
     return f"{value} IS NOT NULL"
 
 
-def _delete_insert(
-    family: MergeFamily, rows: DataFrame, written: DataFrame, count: int, filtered: bool
-) -> list[TableCommit]:
+def _delete_insert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> MergeAction:
+    """Delete every destination row whose primary or merge key is in the load, insert the
+    ``written`` rows. The load's own keys are the markers: no scan beforehand."""
     config = family.config
-    root = family.table(family.root)
     keys = [list(config.primary_key), list(config.merge_key)]
     # A merge key may be NULL in stored rows and in the load; a primary key is not.
     key_match = [merge_sql.columns_match(key, null_safe=index == 1) for index, key in enumerate(keys) if key]
-    written_ids = written.select(ID) if filtered else None
-    if family.children:
-        # The ids of replaced root rows are needed again by the nested tables' commits.
-        markers = family.fixed.get(
-            f"deletes/{family.root}", lambda: dispositions.rows_to_delete(root, rows, keys)
-        )
-        on = conjunction(
-            [
-                merge_sql.is_marker(),
-                merge_sql.columns_match([ID]),
-                # The keys add nothing to the match, but let the engine skip files by statistics.
-                *(key_match if len(key_match) == 1 else []),
-            ]
-        )
-        children = replace_children(family, markers, written_ids)
-    else:
-        # Without nested tables the load's own keys are the markers: no scan beforehand.
-        markers = rows.select(*[F.col(quote(k)) for k in dict.fromkeys([*keys[0], *keys[1]])]).distinct()
-        on = conjunction([merge_sql.is_marker(), merge_sql.either(*key_match)])
-        children = []
-    action = functools.partial(
-        merge_sql.merge_into,
-        source=merge_sql.source_of(root, written, markers),
-        on=on,
+    markers = rows.select(*[F.col(quote(k)) for k in dict.fromkeys([*keys[0], *keys[1]])]).distinct()
+    return _merge(
+        family,
+        written,
+        markers,
+        on=conjunction([merge_sql.is_marker(), merge_sql.either(*key_match)]),
         clauses=[merge_sql.when_matched_delete(), merge_sql.when_not_matched_insert_all(merge_sql.is_row())],
-        load_id=family.load_id,
     )
-    return [family.commit(family.root, count, action), *children]
 
 
-def _upsert(
-    family: MergeFamily, rows: DataFrame, written: DataFrame, count: int, filtered: bool
-) -> list[TableCommit]:
-    config = family.config
-    root = family.table(family.root)
-    deleting = _delete_condition(rows, config.hard_delete)
+def _upsert(family: MergeFamily, rows: DataFrame) -> MergeAction:
+    deleting = _delete_condition(rows, family.config.hard_delete)
     clauses = [merge_sql.when_matched_delete(deleting)] if deleting else []
     clauses += [
         merge_sql.when_matched_update_all(),
         merge_sql.when_not_matched_insert_all(f"NOT ({deleting})" if deleting else None),
     ]
-    action = functools.partial(
-        merge_sql.merge_into,
-        source=merge_sql.source_of(root, rows),
-        on=merge_sql.columns_match(config.primary_key),
-        clauses=clauses,
-        load_id=family.load_id,
-    )
-    children: list[TableCommit] = []
-    if family.children:
-        keys = [list(config.primary_key)]
-        replaced = family.fixed.get(
-            f"deletes/{family.root}", lambda: dispositions.rows_to_delete(root, rows, keys)
-        )
-        children = replace_children(family, replaced, written.select(ID) if filtered else None)
-    return [family.commit(family.root, count, action), *children]
+    return _merge(family, rows, None, on=merge_sql.columns_match(family.config.primary_key), clauses=clauses)
 
 
-def _insert_only(family: MergeFamily, rows: DataFrame, count: int) -> list[TableCommit]:
-    config = family.config
-    root = family.table(family.root)
-    action = functools.partial(
-        merge_sql.merge_into,
-        source=merge_sql.source_of(root, rows),
-        on=merge_sql.columns_match(config.primary_key),
+def _insert_only(family: MergeFamily, rows: DataFrame) -> MergeAction:
+    return _merge(
+        family,
+        rows,
+        None,
+        on=merge_sql.columns_match(family.config.primary_key),
         clauses=[merge_sql.when_not_matched_insert_all()],
-        load_id=family.load_id,
     )
-    children: list[TableCommit] = []
-    if family.children:
-        keys = [F.col(quote(k)) for k in config.primary_key]
-        new_roots = family.fixed.get(
-            f"inserted/{family.root}",
-            lambda: rows.join(root.read().select(*keys), on=list(config.primary_key), how="left_anti").select(
-                ID
-            ),
-        )
-        children = add_children(family, new_roots)
-    return [family.commit(family.root, count, action), *children]
+
+
+def _merge(
+    family: MergeFamily, rows: DataFrame, markers: DataFrame | None, on: str, clauses: list[str]
+) -> MergeAction:
+    """The root's MERGE, its source aligned to the table as it is when it runs."""
+    check_types(rows, family.table(family.root).schema(), family.root)
+
+    def merge(table: DeltaTable) -> None:
+        source = merge_sql.source_of(table, rows, markers)
+        merge_sql.merge_into(table, source, on=on, clauses=clauses, load_id=family.load_id)
+
+    return merge
 
 
 def _tombstones(family: MergeFamily, deletes: DataFrame) -> list[TableCommit]:

@@ -101,20 +101,26 @@ class Loader:
         return [TableLoad(**self.done[name]) for name in order if name in self.done]
 
     def _commit_all(self, commits: list[TableCommit]) -> None:
-        """Commit the tables side by side. No commit depends on another table's commit
-        (what one table's change needs of another's old contents was fixed in the package
-        while preparing), and the engine overlaps their scans and writes. Every commit is
-        tried even when another fails; the first failure is raised after all have ended."""
-        by_table: dict[str, list[TableCommit]] = {}
+        """Commit the tables side by side, each table's commits in turn. A commit that
+        follows another table (a nested table its root) runs after that table's commits, in
+        the same turn, and is skipped if they fail: it reads what they left in the table.
+        Other commits depend on no other table's commit, and the engine overlaps their
+        scans and writes. Every turn is tried even when another fails; the first failure
+        is raised after all have ended."""
+        tables = {commit.table for commit in commits}
+        turns: dict[str, list[TableCommit]] = {}
         for commit in commits:
-            by_table.setdefault(commit.table, []).append(commit)
+            first = commit.follows if commit.follows in tables else commit.table
+            turns.setdefault(first, []).append(commit)
+        for first, turn in turns.items():
+            turn.sort(key=lambda commit: commit.table != first)  # stable: the rest keep their order
 
         def commit_in_turn(table_commits: list[TableCommit]) -> None:
             for commit in table_commits:
                 self._commit(commit)
 
         with merge_sql.tagged_commits(self.spark, self.load_id):
-            tasks = [functools.partial(commit_in_turn, group) for group in by_table.values()]
+            tasks = [functools.partial(commit_in_turn, turn) for turn in turns.values()]
             run_side_by_side(tasks, _CONCURRENT_COMMITS, "commit")
 
     def _check_destructive_changes(self) -> list[str]:

@@ -2,10 +2,18 @@
 
 Nested rows never change on their own: they follow their root row through
 ``_sparkload_root_id``. Two ways cover every strategy:
-- *replace* (delete-insert, upsert): nested rows of removed or replaced root rows are
-  deleted and the nested rows of the written root rows are inserted, in one commit;
-- *add* (insert-only, scd2): only the nested rows of newly written root rows are
-  inserted; nothing is ever deleted.
+- *replace* (delete-insert, upsert, time-range): nested rows whose root row is gone
+  (removed or replaced) are deleted and the nested rows of the load whose root row was
+  written are inserted, in one commit;
+- *add* (insert-only, scd2): only the nested rows of the load whose root row was written
+  and has no nested rows yet are inserted; nothing is ever deleted.
+
+Which root rows are there is read from the root table when a nested table commits, never
+fixed beforehand: a nested table's commit comes after its root's commit of the same load
+(``TableCommit.follows``), so it sees what this load and any concurrent writer left in
+the root, and a commit retried after a conflict reads it again. Nested tables therefore
+never hold rows of a root row that is gone, whoever removed it, and a resumed load needs
+nothing of the root's old contents.
 """
 
 from __future__ import annotations
@@ -16,7 +24,6 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from sparkload.common.sql import conjunction
 from sparkload.common.system_columns import ID, ROOT_ID
@@ -67,7 +74,8 @@ class MergeFamily:
                 )
 
     def commit(self, name: str, rows: int, action: Callable[[DeltaTable], None]) -> TableCommit:
-        return TableCommit(name, rows, "merge", action)
+        follows = None if name == self.root else self.root
+        return TableCommit(name, rows, "merge", action, follows=follows)
 
     def append(self, name: str, df: DataFrame, rows: int) -> TableCommit:
         """The commit that fills a table that does not exist yet (or is refreshed)."""
@@ -75,71 +83,86 @@ class MergeFamily:
         write = dispositions.replace if self.refresh else dispositions.append
         return self.commit(name, rows, functools.partial(write, df=df, load_id=self.load_id))
 
+    def create(
+        self,
+        name: str,
+        rows: int,
+        df: Callable[[], DataFrame],
+        merge: Callable[[DeltaTable], None],
+        empty_first: bool = True,
+    ) -> TableCommit:
+        """The commit of a table that does not exist yet: it is created empty, then merged
+        into with ``merge`` (not ``empty_first``: created with ``df()``, merged into if it
+        is there by then); a refresh overwrites it with ``df()``."""
+        if self.refresh:
+            return self.commit(
+                name, rows, lambda table: dispositions.replace(table, df=df(), load_id=self.load_id)
+            )
+        fill = dispositions.create_then_merge if empty_first else dispositions.write_or_merge
+        return self.commit(name, rows, functools.partial(fill, rows=df, merge=merge, load_id=self.load_id))
+
+    def root_ids(self) -> DataFrame:
+        """The ids of the rows in the root table now (read when the returned frame runs)."""
+        return self.dataset.table(self.root).read().select(ID)
+
 
 def of_roots(df: DataFrame, root_ids: DataFrame) -> DataFrame:
     """The nested rows of ``df`` that belong to the root rows whose ids are ``root_ids``."""
     return df.join(root_ids.select(F.col(ID).alias(ROOT_ID)), on=ROOT_ID, how="left_semi")
 
 
-def replace_children(
-    family: MergeFamily, removed_roots: DataFrame, written_roots: DataFrame | None
-) -> list[TableCommit]:
-    """Delete the nested rows of ``removed_roots`` (ids of destination root rows) and insert
-    the nested rows of ``written_roots`` (None: every nested row of the load)."""
-    commits = []
-    markers = removed_roots.select(F.col(ID).alias(ROOT_ID))
-    for name in family.children:
-        df = family.frames.get(name)
-        if df is not None and written_roots is not None:
-            df = of_roots(df, written_roots)
-        table = family.table(name)
-        rows = family.rows.get(name, 0)
-        if not table.exists():
-            if df is not None:
-                commits.append(family.append(name, df, rows))
-            continue
-        if df is None:
-            df = table.read().limit(0)
-        source = merge_sql.source_of(table, df, markers)
-        action = functools.partial(
-            merge_sql.merge_into,
-            source=source,
-            on=conjunction([merge_sql.is_marker(), merge_sql.columns_match([ROOT_ID])]),
-            clauses=[
-                merge_sql.when_matched_delete(),
-                merge_sql.when_not_matched_insert_all(merge_sql.is_row()),
-            ],
-            load_id=family.load_id,
-        )
-        commits.append(family.commit(name, rows, action))
-    return commits
+def replace_children(family: MergeFamily, empty_first: bool = True) -> list[TableCommit]:
+    """Each nested table loses the rows whose root row is gone and gains the nested rows of
+    the load whose root row is there (``empty_first``: how a new one is made, see
+    ``MergeFamily.create``)."""
+    commits = [_follow(family, name, _replace_clauses(), empty_first) for name in family.children]
+    return [commit for commit in commits if commit is not None]
 
 
-def add_children(family: MergeFamily, new_roots: DataFrame) -> list[TableCommit]:
-    """Insert the nested rows of ``new_roots`` whose root has no nested rows stored yet
-    (a root version that comes back keeps the nested rows it had)."""
-    commits = []
-    for name in family.children:
-        df = family.frames.get(name)
-        if df is None:
-            continue
-        df = of_roots(df, new_roots)
-        table = family.table(name)
-        rows = family.rows.get(name, 0)
-        if not table.exists():
-            commits.append(family.append(name, df, rows))
-            continue
-        action = functools.partial(
-            merge_sql.merge_into,
-            source=merge_sql.source_of(table, df),
-            on=merge_sql.columns_match([ROOT_ID]),
-            clauses=[merge_sql.when_not_matched_insert_all()],
-            load_id=family.load_id,
-        )
-        commits.append(family.commit(name, rows, action))
-    return commits
+def add_children(family: MergeFamily) -> list[TableCommit]:
+    """Insert the nested rows of the load whose root row is there and has no nested rows
+    stored yet (a root version that comes back keeps the nested rows it had)."""
+    commits = [_follow(family, name, None) for name in family.children if name in family.frames]
+    return [commit for commit in commits if commit is not None]
 
 
-def no_ids(spark: SparkSession) -> DataFrame:
-    """No root ids: an empty frame with the id column."""
-    return spark.createDataFrame([], T.StructType([T.StructField(ID, T.StringType())]))
+def _replace_clauses() -> list[str]:
+    return [
+        merge_sql.when_not_matched_insert_all(merge_sql.is_row()),
+        # No marker (a root id in the root table) matches it: its root row is gone.
+        merge_sql.when_not_matched_by_source_delete(),
+    ]
+
+
+def _follow(
+    family: MergeFamily, name: str, replace: list[str] | None, empty_first: bool = True
+) -> TableCommit | None:
+    """The commit of nested table ``name``: ``replace`` clauses (None: add); None when the
+    table is neither there nor in the load."""
+    loaded = family.frames.get(name)
+    table = family.table(name)
+    if loaded is not None:
+        check_types(loaded, table.schema(), name)
+
+    def rows() -> DataFrame:
+        assert loaded is not None
+        return of_roots(loaded, family.root_ids())
+
+    def merge(target: DeltaTable) -> None:
+        df = rows() if loaded is not None else target.read().limit(0)
+        if replace is None:
+            source = merge_sql.source_of(target, df)
+            on = merge_sql.columns_match([ROOT_ID])
+        else:
+            markers = family.root_ids().select(F.col(ID).alias(ROOT_ID))
+            source = merge_sql.source_of(target, df, markers)
+            on = conjunction([merge_sql.is_marker(), merge_sql.columns_match([ROOT_ID])])
+        clauses = replace or [merge_sql.when_not_matched_insert_all()]
+        merge_sql.merge_into(target, source, on=on, clauses=clauses, load_id=family.load_id)
+
+    count = family.rows.get(name, 0)
+    if table.exists():
+        return family.commit(name, count, merge)
+    if loaded is None:
+        return None
+    return family.create(name, count, rows, merge, empty_first)

@@ -22,6 +22,8 @@ _CONFLICT_MARKERS = (
     "MetadataChangedException",
     "DELTA_CONCURRENT",
     "version already exists",
+    # Sail 0.7 reading a log while another process writes a checkpoint into it.
+    "Missing commit file",
 )
 
 

@@ -11,6 +11,8 @@ Two flavours share one commit shape — new versions are inserted, superseded ve
   versions follows SQLMesh's rules (1970-01-01 for the first load, the update time or the
   execution time later).
 Nested tables get no validity columns: their rows are inserted with a new root version.
+The change set is computed against the table as it is when the MERGE runs (again after a
+lost race), so a concurrent writer's versions are closed, not left current beside ours.
 """
 
 from __future__ import annotations
@@ -44,24 +46,48 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
     _check_columns(family, root, scd2)
     if scd2.flavour == "dlt" and scd2.row_version_column is None:
         family = _with_row_hash(family)
+    merge = functools.partial(_merge_changes, family=family, scd2=scd2)
+    if not root.exists():
+        inserts, _ = _changes(family, root, scd2)
+        return [family.create(family.root, inserts.count(), lambda: inserts, merge), *add_children(family)]
+    new_versions = _fixed_changes(family, root, scd2).where(F.col(LOAD_ID).isNotNull())
+    return [family.commit(family.root, new_versions.count(), merge), *add_children(family)]
+
+
+def _fixed_changes(family: MergeFamily, root: DeltaTable, scd2: Scd2Config) -> DataFrame:
+    """The change set (new versions and closing markers) against ``root`` as it is now.
+
+    It is small and depends on the table it changes: it is fixed in the package, which
+    spares the MERGE a source plan that reads its own target, and computed again when the
+    table has moved on since (a concurrent writer's commit, a lost race)."""
+    return family.fixed.get(
+        f"changes/{family.root}", lambda: _change_source(family, root, scd2), version=str(root.version())
+    )
+
+
+def _changes(family: MergeFamily, root: DeltaTable, scd2: Scd2Config) -> tuple[DataFrame, DataFrame | None]:
+    """The new versions to insert and the markers closing superseded ones, against ``root``."""
     rows = family.root_rows
     empty = not root.exists() or not root.read().limit(1).count()
     if scd2.flavour == "dlt":
-        inserts, closes = _by_row_hash(family, rows, root, scd2, empty)
-    else:
-        inserts, closes = _by_key(family, rows, root, scd2, empty)
-    if not root.exists():
-        count = inserts.count()
-        commits = [family.append(family.root, inserts, count)]
-        return commits + add_children(family, inserts.select(ID))
-    # The change set (new versions and closing markers) is small and depends on the table
-    # it changes: it is fixed in the package first, which also spares the MERGE a source
-    # plan that reads its own target.
-    changes = family.fixed.get(f"changes/{family.root}", lambda: merge_sql.source_of(root, inserts, closes))
-    new_versions = changes.where(F.col(LOAD_ID).isNotNull())
-    action = functools.partial(
-        merge_sql.merge_into,
-        source=changes,
+        return _by_row_hash(family, rows, root, scd2, empty)
+    return _by_key(family, rows, root, scd2, empty)
+
+
+def _change_source(family: MergeFamily, root: DeltaTable, scd2: Scd2Config) -> DataFrame:
+    inserts, closes = _changes(family, root, scd2)
+    return merge_sql.source_of(root, inserts, closes)
+
+
+def _merge_changes(table: DeltaTable, family: MergeFamily, scd2: Scd2Config) -> None:
+    """Merge the changes against ``table`` as it is now."""
+    _merge_into(table, _fixed_changes(family, table, scd2), family, scd2)
+
+
+def _merge_into(table: DeltaTable, changes: DataFrame, family: MergeFamily, scd2: Scd2Config) -> None:
+    merge_sql.merge_into(
+        table,
+        changes,
         on=conjunction(
             [
                 merge_sql.is_marker(),
@@ -76,8 +102,6 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
         ],
         load_id=family.load_id,
     )
-    commits = [family.commit(family.root, new_versions.count(), action)]
-    return commits + add_children(family, new_versions.select(ID))
 
 
 def _check_columns(family: MergeFamily, root: DeltaTable, scd2: Scd2Config) -> None:

@@ -58,17 +58,18 @@ def record_tombstones(
     table: DeltaTable, rows: DataFrame, primary_key: Sequence[str], sequence: str, load_id: str
 ) -> None:
     """Keep the newest deleted sequence value per key."""
-    if not table.exists():
-        dispositions.append(table, rows, load_id)
-        return
     newer = f"{qualified(merge_sql.SOURCE, sequence)} > {qualified(merge_sql.TARGET, sequence)}"
-    merge_sql.merge_into(
-        table,
-        merge_sql.source_of(table, rows),
-        on=merge_sql.columns_match(primary_key),
-        clauses=[merge_sql.when_matched_update_all(newer), merge_sql.when_not_matched_insert_all()],
-        load_id=load_id,
-    )
+
+    def merge(target: DeltaTable) -> None:
+        merge_sql.merge_into(
+            target,
+            merge_sql.source_of(target, rows),
+            on=merge_sql.columns_match(primary_key),
+            clauses=[merge_sql.when_matched_update_all(newer), merge_sql.when_not_matched_insert_all()],
+            load_id=load_id,
+        )
+
+    dispositions.create_then_merge(table, lambda: rows, merge, load_id)
 
 
 def tombstone_commit(

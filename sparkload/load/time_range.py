@@ -23,11 +23,10 @@ from pyspark.sql import types as T
 
 from sparkload.common.hints import LoadHints, TimeRangeSpec
 from sparkload.common.sql import conjunction, qualified, quote, string_literal, timestamp_literal
-from sparkload.common.system_columns import ID
 from sparkload.exceptions import LoadError
 from sparkload.load import merge_sql
 from sparkload.load.commits import TableCommit
-from sparkload.load.merge_family import MergeFamily, no_ids, replace_children
+from sparkload.load.merge_family import MergeFamily, replace_children
 from sparkload.load.schema_check import align_to_table, check_types
 from sparkload.load.table import DeltaTable
 
@@ -176,22 +175,18 @@ def prepare(family: MergeFamily, time_range: TimeRange) -> Prepared:
     if rows is None:
         rows = root.read().limit(0)
     kept = rows.count() if outside else family.rows.get(family.root, 0)
-    if not root.exists():
-        commits = [family.append(family.root, rows, kept)]
-        commits += replace_children(family, no_ids(family.spark), rows.select(ID) if outside else None)
-        return Prepared(commits, outside)
-    check_types(rows, destination, family.root)
-    commits = [
-        family.commit(
-            family.root,
-            kept,
-            functools.partial(
-                replace_window, df=rows, window=time_range, data_type=data_type, load_id=family.load_id
-            ),
-        )
-    ]
-    if family.children:
-        # Fixed before the root's commit changes which rows the window holds.
-        replaced = family.fixed.get(f"replaced/{family.root}", lambda: root.read().where(inside).select(ID))
-        commits += replace_children(family, replaced, rows.select(ID) if outside else None)
-    return Prepared(commits, outside)
+    if destination is not None:
+        check_types(rows, destination, family.root)
+    action = functools.partial(
+        replace_window, df=rows, window=time_range, data_type=data_type, load_id=family.load_id
+    )
+    if family.refresh:
+        written = rows  # (a name bound once: mypy cannot narrow ``rows`` inside the lambda)
+        commit = family.create(family.root, kept, lambda: written, action)
+    else:
+        # ``replace_window`` creates a table that is not there: one commit, and retried
+        # after losing the race to create it, it replaces its window in the table. (Sail
+        # 0.7 checks no write into a window the table holds no rows of against a
+        # concurrent one, so creating the table empty first would make it no safer.)
+        commit = family.commit(family.root, kept, action)
+    return Prepared([commit, *replace_children(family, empty_first=False)], outside)

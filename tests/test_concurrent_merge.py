@@ -1,0 +1,167 @@
+"""Two processes merging into one table at the same moment never duplicate a key.
+
+Two writers (``concurrent_merge_child.py``) load delete-insert merges on ``id`` with a
+nested list, ids 0–99 and 50–149, held at a gate until both have prepared their package so
+that their loads start together: first into a fresh table each round (both find it
+missing and race to create it), then into one existing table round after round. After
+every round the root table holds each key once (read by delta-rs and by Spark), every
+nested row belongs to a root row and each root row has its own nested rows exactly once,
+and each writer either succeeded or failed with a sparkload error; when both succeeded,
+the table holds the union of their keys.
+
+The race decides where the other writer's commit lands; a second test puts it in the one
+place that used to go wrong, between a load's preparing and its commit, for each strategy
+that derives something from the table's old contents.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pytest
+from concurrent_merge_child import tables
+
+import sparkload as sl
+from sparkload.common.system_columns import ID, ROOT_ID
+from sparkload.load.loader import Loader
+
+CHILD = Path(__file__).with_name("concurrent_merge_child.py")
+ROUNDS = 20
+WRITERS = {"a": 0, "b": 50}  # writer: its first id (100 ids each)
+# How long one round may take before the test gives up on the writers.
+ROUND_LIMIT_S = 120
+
+
+def _start(work: Path, writer: str, first: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, os.fspath(CHILD), os.fspath(work), writer, str(first), str(ROUNDS)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
+
+
+def _wait_for(paths: list[Path], writers: list[subprocess.Popen[str]]) -> None:
+    deadline = time.monotonic() + ROUND_LIMIT_S
+    while not all(path.exists() for path in paths):
+        # A writer ends (0) after its last round only: the other may still be finishing it.
+        ended = [process.returncode for process in writers if process.poll() not in (None, 0)]
+        if ended:
+            pytest.fail(f"a writer failed ({ended[0]}); its stderr is printed below")
+        if time.monotonic() > deadline:
+            pytest.fail(f"the writers did not reach {[p.name for p in paths]}")
+        time.sleep(0.01)
+
+
+def _check_family(lake: sl.Pipeline, table: str) -> set[int]:
+    """Assert the root table and its nested table are consistent; return the root's ids."""
+    uri = f"{lake.dataset_uri}/{table}"
+    roots = deltalake.DeltaTable(uri).to_pyarrow_table(columns=["id", ID]).to_pylist()
+    nested = deltalake.DeltaTable(f"{uri}__tags").to_pyarrow_table(columns=[ROOT_ID]).to_pylist()
+    keys = collections.Counter(row["id"] for row in roots)
+    assert not [k for k, n in keys.items() if n > 1], f"{table}: duplicated keys (delta-rs)"
+    spark_keys = collections.Counter(row["id"] for row in lake.table(table).select("id").collect())
+    assert spark_keys == keys, f"{table}: Spark reads other rows than delta-rs"
+    root_ids = {row[ID] for row in roots}
+    per_root = collections.Counter(row[ROOT_ID] for row in nested)
+    assert set(per_root) <= root_ids, f"{table}: nested rows of no root row"
+    assert all(per_root[root] == 2 for root in root_ids), f"{table}: a root's nested rows missing or twice"
+    return set(keys)
+
+
+def test_two_writers_merging_at_the_same_moment_never_duplicate_a_key(tmp_path: Path) -> None:
+    for folder in ("ready", "go", "done"):
+        (tmp_path / folder).mkdir()
+    # Makes the table the later rounds merge into, and reads the writers' tables.
+    lake = sl.pipeline(
+        "reader",
+        destination=sl.destinations.delta(tmp_path / "lake"),
+        dataset_name="shared",
+        pipelines_dir=tmp_path / "pipelines",
+    )
+    seed = [{"id": i, "writer": "seed", "step": -1, "tags": ["seed", f"id-{i}"]} for i in range(150)]
+    lake.run(seed, table_name="existing", primary_key="id", write_disposition="merge")
+    writers = [_start(tmp_path, writer, first) for writer, first in WRITERS.items()]
+    retried = 0  # rounds in which a commit lost a race and was retried
+    try:
+        for step, table in enumerate(tables(ROUNDS)):
+            _wait_for([tmp_path / "ready" / f"{step}-{w}" for w in WRITERS], writers)
+            (tmp_path / "go" / str(step)).touch()
+            done = [tmp_path / "done" / f"{step}-{w}" for w in WRITERS]
+            _wait_for(done, writers)
+            reports = {w: path.read_text().rsplit("\n", 1) for w, path in zip(WRITERS, done, strict=True)}
+            results = {w: result for w, (result, _) in reports.items()}
+            retried += any(int(count) for _, count in reports.values())
+            for writer, result in results.items():
+                clear = result == "ok" or "sparkload.exceptions." in result
+                assert clear, f"round {step}, {writer}: {result}"
+            keys = _check_family(lake, table)
+            if all(result == "ok" for result in results.values()):
+                assert keys == set(range(150)), f"{table}: keys lost"
+    finally:
+        for process in writers:
+            process.kill()
+            _, stderr = process.communicate()
+            print(stderr[-4000:])  # shown when the test fails: the writers' tracebacks
+    print(f"rounds in which a commit lost a race and was retried: {retried} of {2 * ROUNDS}")
+
+
+DELETE_INSERT: dict[str, Any] = {"disposition": "merge", "strategy": "delete-insert"}
+HINTS: dict[str, dict[str, Any]] = {
+    "delete-insert": {"write_disposition": DELETE_INSERT, "primary_key": "id"},
+    "upsert": {"write_disposition": {"disposition": "merge", "strategy": "upsert"}, "primary_key": "id"},
+    "sequence_by": {"write_disposition": {**DELETE_INSERT, "sequence_by": "lsn"}, "primary_key": "id"},
+    "scd2": {"write_disposition": {"disposition": "merge", "strategy": "scd2"}},
+}
+VALID_TO = "_sparkload_valid_to"
+
+
+def _rows(ids: range, version: str, lsn: int) -> list[dict[str, Any]]:
+    return [{"id": i, "v": f"{version}-{i}", "lsn": lsn, "tags": [version, f"t{i}"]} for i in ids]
+
+
+@pytest.mark.parametrize("strategy", list(HINTS))
+def test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it(
+    make_pipeline: Callable[..., sl.Pipeline], monkeypatch: pytest.MonkeyPatch, strategy: str
+) -> None:
+    hints = HINTS[strategy]
+    ours, theirs = make_pipeline(dataset_name="shared"), make_pipeline(dataset_name="shared")
+    ours.run(_rows(range(10), "seed", 0), table_name="items", **hints)
+    ours.extract(_rows(range(10), "ours", 1), table_name="items", **hints)
+    ours.normalize()
+    # Their load of ids 5–14 (newer by lsn) commits after ours is prepared, before it commits.
+    pending = [lambda: theirs.run(_rows(range(5, 15), "theirs", 2), table_name="items", **hints)]
+    commit_all = Loader._commit_all
+
+    def commit_after_theirs(loader: Loader, commits: list[Any]) -> None:
+        while pending:
+            pending.pop()()
+        commit_all(loader, commits)
+
+    monkeypatch.setattr(Loader, "_commit_all", commit_after_theirs)
+    ours.load()
+
+    uri = f"{ours.dataset_uri}/items"
+    roots = deltalake.DeltaTable(uri).to_pyarrow_table().to_pylist()
+    nested = deltalake.DeltaTable(f"{uri}__tags").to_pyarrow_table().to_pylist()
+    current = [row for row in roots if row.get(VALID_TO) is None]
+    values = {row["id"]: row["v"] for row in current}
+    assert len(values) == len(current), "a key has two current rows"
+    expected = {i: f"ours-{i}" for i in range(10)}
+    if strategy == "sequence_by":  # their newer versions of 5–9 win
+        expected.update({i: f"theirs-{i}" for i in range(5, 10)})
+    if strategy != "scd2":  # a dlt scd2 load is the whole table: their 10–14 are closed
+        expected.update({i: f"theirs-{i}" for i in range(10, 15)})
+    assert values == expected
+    per_root = collections.Counter(row[ROOT_ID] for row in nested)
+    assert set(per_root) <= {row[ID] for row in roots}, "nested rows of no root row"
+    assert all(per_root[row[ID]] == 2 for row in roots), "a root's nested rows missing or twice"
