@@ -6,7 +6,7 @@ Round after round, for each table the test names: extract and normalize a delete
 merge of ids ``first id`` … ``first id + 99`` (each with a nested list), write
 ``<work>/ready/<round>-<writer>``, wait until the test writes ``<work>/go/<round>``, load,
 and write the outcome to ``<work>/done/<round>-<writer>``: ``ok``, or the error's class and
-message, then a line with how many commits lost a race and were retried. Holding every
+message, then a line with how many commits lost a race (retried, or withdrawn and merged). Holding every
 writer at the gate until both have prepared their package makes their loads start at the
 same moment, so the commits race for real.
 """
@@ -28,14 +28,16 @@ ROWS = 100
 
 
 class Retries(logging.Handler):
-    """Counts the commits retried after a conflict (the retry's warnings)."""
+    """Counts the commits that lost a race: retried after a conflict, or a create that
+    landed after another writer's (the warnings of each)."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.count = 0
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.count += "commit conflict" in record.getMessage()
+        message = record.getMessage()
+        self.count += "commit conflict" in message or "created it at the same moment" in message
 
 
 def tables(rounds: int) -> list[str]:
@@ -72,7 +74,8 @@ def main() -> None:
         pipelines_dir=os.fspath(work / "pipelines"),
     )
     retries = Retries()
-    logging.getLogger("sparkload.load.retry").addHandler(retries)
+    for module in ("sparkload.load.retry", "sparkload.load.creation"):
+        logging.getLogger(module).addHandler(retries)
     for step, table in enumerate(tables(rounds)):
         pipeline.extract(items(writer, first, step, table))
         pipeline.normalize()

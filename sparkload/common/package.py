@@ -10,6 +10,7 @@ so a run on another machine (or with an empty working directory) can finish it::
     <dataset>/_sparkload_packages/<pipeline>/<load_id>/   (a catalog dataset: its staging folder)
         normalized/<table>/*.parquet            rows as they will land
         fixed/<name>/                           frames fixed before the first commit
+        creates/<table>                         a merge table this load set out to create
         normalize.json                          written last: the package will be loaded
         loaded.json                             tables already committed (for resuming)
         planned.json                            extracted by a plan: only plan.apply() loads it
@@ -70,6 +71,10 @@ class LoadPackage:
     @property
     def fixed_folder(self) -> Folder:
         return self.folder.child("fixed")
+
+    @property
+    def creates_folder(self) -> Folder:
+        return self.folder.child("creates")
 
     def is_normalized(self) -> bool:
         return self.folder.exists(NORMALIZE_MANIFEST)

@@ -7,7 +7,7 @@
 - insert-only: rows whose primary key is absent are inserted, nothing else changes.
 Rows flagged by the ``hard_delete`` column delete their key and are never written; with
 ``sequence_by`` a row older than the stored version of its key is dropped first.
-Each table changes in one MERGE commit (a table not there yet is created empty first).
+Each table changes in one MERGE commit (a table not there yet: one append, see ``creation``).
 
 The root's MERGE matches destination rows by key, in the statement itself: it depends on
 nothing read from the table beforehand, so a MERGE that lost a race to a concurrent
@@ -17,6 +17,7 @@ follow the root as ``merge_family`` says.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
@@ -175,11 +176,15 @@ def _tombstones(family: MergeFamily, deletes: DataFrame) -> list[TableCommit]:
         return []
     table = family.table(sequence.tombstone_table(family.root))
     rows = sequence.tombstones(deletes, config.primary_key, config.sequence_by, family.load_id)
-    if family.refresh:
-        return [family.append(table.name, rows, count)]  # a refresh keeps no older tombstone
-    return [
-        sequence.tombstone_commit(table, rows, count, config.primary_key, config.sequence_by, family.load_id)
-    ]
+    merge = functools.partial(
+        sequence.merge_tombstones,
+        rows=rows,
+        primary_key=config.primary_key,
+        sequence=config.sequence_by,
+        load_id=family.load_id,
+    )
+    # (A refresh overwrites the table: it keeps no older tombstone.)
+    return [family.create(table.name, count, lambda: rows, merge)]
 
 
 def _duplicate_keys(family: MergeFamily, rows: DataFrame) -> DuplicateKeyError:

@@ -22,7 +22,16 @@ from sparkload.common.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPa
 from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.sql import quote
 from sparkload.common.system_columns import LOAD_ID
-from sparkload.load import destructive, dispositions, keyed_merge, merge_sql, scd2, sequence, time_range
+from sparkload.load import (
+    creation,
+    destructive,
+    dispositions,
+    keyed_merge,
+    merge_sql,
+    scd2,
+    sequence,
+    time_range,
+)
 from sparkload.load.commits import TableCommit
 from sparkload.load.dataset import Dataset
 from sparkload.load.fixed_frames import FixedFrames
@@ -82,6 +91,7 @@ class Loader:
             package.read(LOADED_MANIFEST) if package.has(LOADED_MANIFEST) else {}
         )
         self._on_table = on_table
+        self.creates = creation.Creates(package.creates_folder)
         self._record_lock = threading.Lock()
         # Warnings for the LoadInfo (rows dropped outside a time window).
         self.notes: list[str] = []
@@ -224,6 +234,7 @@ class Loader:
             children=[t.name for t in family if t.name != root]
             + [name for name in existing_children if name not in frames],
             fixed=FixedFrames(self.spark, self.package.fixed_folder),
+            creates=self.creates,
             refresh=refresh,
             has_duplicates=bool(config.primary_key)
             and root_info is not None
@@ -270,6 +281,8 @@ class Loader:
     def _already_committed(self, table: DeltaTable, disposition: str) -> bool:
         if not table.exists():
             return False
+        if disposition == "merge" and creation.lost_create_race(table, self.load_id, self.creates):
+            return False  # its rows may stand beside another writer's: withdrawn and merged again
         if table.committed_by(self.load_id) is not None:
             return True
         if disposition == "merge":

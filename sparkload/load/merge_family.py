@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from sparkload.common.sql import conjunction
 from sparkload.common.system_columns import ID, ROOT_ID
 from sparkload.exceptions import LoadError
-from sparkload.load import dispositions, merge_sql
+from sparkload.load import creation, dispositions, merge_sql
 from sparkload.load.commits import TableCommit
 from sparkload.load.dataset import Dataset
 from sparkload.load.fixed_frames import FixedFrames
@@ -50,6 +50,7 @@ class MergeFamily:
     rows: dict[str, int]
     children: list[str]  # nested tables in this load or already in the dataset
     fixed: FixedFrames
+    creates: creation.Creates  # the tables this load set out to create
     # True when the load holds several rows for one primary key.
     has_duplicates: bool
     # A full refresh: the strategy sees empty tables, and each table it fills is overwritten.
@@ -84,22 +85,19 @@ class MergeFamily:
         return self.commit(name, rows, functools.partial(write, df=df, load_id=self.load_id))
 
     def create(
-        self,
-        name: str,
-        rows: int,
-        df: Callable[[], DataFrame],
-        merge: Callable[[DeltaTable], None],
-        empty_first: bool = True,
+        self, name: str, rows: int, df: Callable[[], DataFrame], merge: Callable[[DeltaTable], None]
     ) -> TableCommit:
-        """The commit of a table that does not exist yet: it is created empty, then merged
-        into with ``merge`` (not ``empty_first``: created with ``df()``, merged into if it
-        is there by then); a refresh overwrites it with ``df()``."""
+        """The commit of a table that is not there yet: created with ``df()``, or merged
+        into with ``merge`` if another writer has created it by then (``creation``); a
+        refresh overwrites it with ``df()``."""
         if self.refresh:
             return self.commit(
                 name, rows, lambda table: dispositions.replace(table, df=df(), load_id=self.load_id)
             )
-        fill = dispositions.create_then_merge if empty_first else dispositions.write_or_merge
-        return self.commit(name, rows, functools.partial(fill, rows=df, merge=merge, load_id=self.load_id))
+        fill = functools.partial(
+            creation.create_or_merge, rows=df, merge=merge, load_id=self.load_id, creates=self.creates
+        )
+        return self.commit(name, rows, fill)
 
     def root_ids(self) -> DataFrame:
         """The ids of the rows in the root table now (read when the returned frame runs)."""
@@ -111,11 +109,10 @@ def of_roots(df: DataFrame, root_ids: DataFrame) -> DataFrame:
     return df.join(root_ids.select(F.col(ID).alias(ROOT_ID)), on=ROOT_ID, how="left_semi")
 
 
-def replace_children(family: MergeFamily, empty_first: bool = True) -> list[TableCommit]:
+def replace_children(family: MergeFamily) -> list[TableCommit]:
     """Each nested table loses the rows whose root row is gone and gains the nested rows of
-    the load whose root row is there (``empty_first``: how a new one is made, see
-    ``MergeFamily.create``)."""
-    commits = [_follow(family, name, _replace_clauses(), empty_first) for name in family.children]
+    the load whose root row is there."""
+    commits = [_follow(family, name, _replace_clauses()) for name in family.children]
     return [commit for commit in commits if commit is not None]
 
 
@@ -134,9 +131,7 @@ def _replace_clauses() -> list[str]:
     ]
 
 
-def _follow(
-    family: MergeFamily, name: str, replace: list[str] | None, empty_first: bool = True
-) -> TableCommit | None:
+def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableCommit | None:
     """The commit of nested table ``name``: ``replace`` clauses (None: add); None when the
     table is neither there nor in the load."""
     loaded = family.frames.get(name)
@@ -165,4 +160,4 @@ def _follow(
         return family.commit(name, count, merge)
     if loaded is None:
         return None
-    return family.create(name, count, rows, merge, empty_first)
+    return family.create(name, count, rows, merge)

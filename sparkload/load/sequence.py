@@ -17,8 +17,7 @@ from pyspark.sql import functions as F
 
 from sparkload.common.sql import qualified, quote
 from sparkload.common.system_columns import LOAD_ID
-from sparkload.load import dispositions, merge_sql
-from sparkload.load.commits import TableCommit
+from sparkload.load import merge_sql
 from sparkload.load.table import DeltaTable
 
 _STORED = "__sparkload_stored_sequence"
@@ -54,28 +53,15 @@ def tombstones(deletes: DataFrame, primary_key: Sequence[str], sequence: str, lo
     return deletes.select(*columns, F.lit(load_id).alias(LOAD_ID))
 
 
-def record_tombstones(
-    table: DeltaTable, rows: DataFrame, primary_key: Sequence[str], sequence: str, load_id: str
+def merge_tombstones(
+    target: DeltaTable, rows: DataFrame, primary_key: Sequence[str], sequence: str, load_id: str
 ) -> None:
     """Keep the newest deleted sequence value per key."""
     newer = f"{qualified(merge_sql.SOURCE, sequence)} > {qualified(merge_sql.TARGET, sequence)}"
-
-    def merge(target: DeltaTable) -> None:
-        merge_sql.merge_into(
-            target,
-            merge_sql.source_of(target, rows),
-            on=merge_sql.columns_match(primary_key),
-            clauses=[merge_sql.when_matched_update_all(newer), merge_sql.when_not_matched_insert_all()],
-            load_id=load_id,
-        )
-
-    dispositions.create_then_merge(table, lambda: rows, merge, load_id)
-
-
-def tombstone_commit(
-    table: DeltaTable, rows: DataFrame, count: int, primary_key: Sequence[str], sequence: str, load_id: str
-) -> TableCommit:
-    action = functools.partial(
-        record_tombstones, rows=rows, primary_key=primary_key, sequence=sequence, load_id=load_id
+    merge_sql.merge_into(
+        target,
+        merge_sql.source_of(target, rows),
+        on=merge_sql.columns_match(primary_key),
+        clauses=[merge_sql.when_matched_update_all(newer), merge_sql.when_not_matched_insert_all()],
+        load_id=load_id,
     )
-    return TableCommit(table.name, count, "merge", action)

@@ -180,13 +180,9 @@ def prepare(family: MergeFamily, time_range: TimeRange) -> Prepared:
     action = functools.partial(
         replace_window, df=rows, window=time_range, data_type=data_type, load_id=family.load_id
     )
-    if family.refresh:
+    if destination is None:  # not there yet (or refreshed)
         written = rows  # (a name bound once: mypy cannot narrow ``rows`` inside the lambda)
         commit = family.create(family.root, kept, lambda: written, action)
     else:
-        # ``replace_window`` creates a table that is not there: one commit, and retried
-        # after losing the race to create it, it replaces its window in the table. (Sail
-        # 0.7 checks no write into a window the table holds no rows of against a
-        # concurrent one, so creating the table empty first would make it no safer.)
         commit = family.commit(family.root, kept, action)
-    return Prepared([commit, *replace_children(family, empty_first=False)], outside)
+    return Prepared([commit, *replace_children(family)], outside)
