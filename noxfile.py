@@ -71,6 +71,10 @@ JVM_MATRIX = [
     "tests/test_destructive_changes.py::test_a_type_change_stops_the_load_before_any_commit_naming_table_column_and_types",
     "tests/test_exactly_once.py::test_kill_at_every_stage_boundary[same-working-dir]",
     "tests/test_catalog_tables.py",
+    "tests/test_concurrent_merge.py::test_a_create_that_lands_after_another_writers_is_withdrawn_and_merged",
+    "tests/test_concurrent_merge.py::test_a_load_cut_short_after_losing_the_create_race_is_finished_by_the_next",
+    "tests/test_concurrent_merge.py::test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it[delete-insert]",
+    "tests/test_concurrent_merge.py::test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it[scd2]",
 ]
 # Apache Spark's own Spark Connect server (JVM, with delta-spark): what differs from the
 # classic JVM session is the client and its protocol, not Delta.

@@ -13,8 +13,10 @@ same moment, so the commits race for real.
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
+import signal
 import sys
 import time
 import traceback
@@ -66,6 +68,7 @@ def wait_for(path: Path) -> None:
 
 
 def main() -> None:
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks a stuck writer where it is
     work, writer, first, rounds = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     pipeline = sl.pipeline(
         f"writer_{writer}",

@@ -11,11 +11,14 @@ from collections.abc import Callable
 
 from sparkload.load.table import DeltaTable
 
+# What a commit does to its table (an append, a MERGE, ...), given the table.
+TableAction = Callable[[DeltaTable], None]
+
 
 @dataclasses.dataclass
 class TableCommit:
     table: str
     rows: int
     disposition: str
-    action: Callable[[DeltaTable], None]
+    action: TableAction
     follows: str | None = None

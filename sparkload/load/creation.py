@@ -29,11 +29,10 @@ from pyspark.sql import functions as F
 from sparkload.common.folder import Folder
 from sparkload.common.system_columns import LOAD_ID
 from sparkload.load import dispositions, merge_sql
+from sparkload.load.commits import TableAction
 from sparkload.load.table import DeltaTable
 
 logger = logging.getLogger(__name__)
-
-MergeAction = Callable[[DeltaTable], None]
 
 
 class Creates:
@@ -52,7 +51,7 @@ class Creates:
 def create_or_merge(
     table: DeltaTable,
     rows: Callable[[], DataFrame],
-    merge: MergeAction,
+    merge: TableAction,
     load_id: str,
     creates: Creates,
 ) -> None:

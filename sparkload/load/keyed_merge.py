@@ -18,7 +18,6 @@ follow the root as ``merge_family`` says.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -28,12 +27,10 @@ from sparkload.common.sql import conjunction, qualified, quote
 from sparkload.common.system_columns import ID
 from sparkload.exceptions import DuplicateKeyError
 from sparkload.load import dispositions, merge_sql, sequence
-from sparkload.load.commits import TableCommit
+from sparkload.load.commits import TableAction, TableCommit
 from sparkload.load.merge_family import MergeFamily, add_children, replace_children
 from sparkload.load.schema_check import check_types
 from sparkload.load.table import DeltaTable
-
-MergeAction = Callable[[DeltaTable], None]
 
 
 def prepare(family: MergeFamily) -> list[TableCommit]:
@@ -87,7 +84,7 @@ def _sequenced(family: MergeFamily, rows: DataFrame, table: DeltaTable) -> DataF
     return rows.join(applied, on=ID, how="left_semi")
 
 
-def _root_merge(family: MergeFamily, rows: DataFrame) -> MergeAction:
+def _root_merge(family: MergeFamily, rows: DataFrame) -> TableAction:
     """The root's MERGE of ``rows`` by the family's strategy."""
     deleting = delete_flag(rows, family.config.hard_delete)
     written = rows if deleting is None else rows.where(~deleting)
@@ -118,7 +115,7 @@ def _delete_condition(df: DataFrame, column: str | None) -> str | None:
     return f"{value} IS NOT NULL"
 
 
-def _delete_insert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> MergeAction:
+def _delete_insert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> TableAction:
     """Delete every destination row whose primary or merge key is in the load, insert the
     ``written`` rows. The load's own keys are the markers: no scan beforehand."""
     config = family.config
@@ -135,7 +132,7 @@ def _delete_insert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> 
     )
 
 
-def _upsert(family: MergeFamily, rows: DataFrame) -> MergeAction:
+def _upsert(family: MergeFamily, rows: DataFrame) -> TableAction:
     deleting = _delete_condition(rows, family.config.hard_delete)
     clauses = [merge_sql.when_matched_delete(deleting)] if deleting else []
     clauses += [
@@ -145,7 +142,7 @@ def _upsert(family: MergeFamily, rows: DataFrame) -> MergeAction:
     return _merge(family, rows, None, on=merge_sql.columns_match(family.config.primary_key), clauses=clauses)
 
 
-def _insert_only(family: MergeFamily, rows: DataFrame) -> MergeAction:
+def _insert_only(family: MergeFamily, rows: DataFrame) -> TableAction:
     return _merge(
         family,
         rows,
@@ -157,7 +154,7 @@ def _insert_only(family: MergeFamily, rows: DataFrame) -> MergeAction:
 
 def _merge(
     family: MergeFamily, rows: DataFrame, markers: DataFrame | None, on: str, clauses: list[str]
-) -> MergeAction:
+) -> TableAction:
     """The root's MERGE, its source aligned to the table as it is when it runs."""
     check_types(rows, family.table(family.root).schema(), family.root)
 
