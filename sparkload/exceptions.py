@@ -172,6 +172,11 @@ class HTTPRequestError(SparkloadError, _RequestsHTTPError):
         self.body = body
 
 
+class IgnoreResponseException(Exception):  # noqa: N818 (dlt's name, so hooks port unchanged)
+    """Raised by a ``RESTClient`` response hook to end paging quietly at this response (a
+    404 that means "no records"); a signal, not an error, so not a SparkloadError."""
+
+
 # -- normalization ---------------------------------------------------------------------------
 class NormalizeError(SparkloadError):
     """The staged data could not be normalized."""

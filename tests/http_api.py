@@ -10,6 +10,7 @@ closes the connection without an answer.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +51,12 @@ class FakeAPI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body go out in two writes: without this, Nagle's algorithm and
+                # the client's delayed ACK hold each answer back 40 ms.
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet test output
                 pass
@@ -133,3 +140,78 @@ class FakeAPI:
             if request.path == prefix or request.path.startswith(prefix.rstrip("/") + "/"):
                 return handler(request)
         return 404, {}, {"message": "Not Found"}
+
+
+# -- a paged dataset served every common way ---------------------------------------------------
+RECORDS = 250
+PAGE_SIZE = 10  # 25 pages
+
+
+def record(number: int) -> dict[str, Any]:
+    return {
+        "id": number,
+        "title": f"issue {number}",
+        "updated_at": f"2024-01-{1 + number // 10:02d}T00:{number % 60:02d}:00Z",
+    }
+
+
+def records(start: int, count: int, total: int = RECORDS) -> list[dict[str, Any]]:
+    """Records ``start`` (0-based) onwards, at most ``count``, of ``total``."""
+    return [record(n + 1) for n in range(start, min(start + count, total))]
+
+
+def add_paged_endpoints(api: FakeAPI) -> None:
+    """The same 250 records in 25 pages behind each paging style:
+
+    ``/json_link``   ``{"data": [...], "next": <url>|null}``, page ``p`` (1-based) in the URL
+    ``/header_link`` a bare list, ``Link: <...>; rel="next"``
+    ``/offset``      ``{"items": [...], "total": 250}`` by ``offset``/``limit``
+    ``/offset_open`` ``{"items": [...]}`` by ``offset``/``limit``, no total (ends empty)
+    ``/page_number`` ``{"results": [...], "total_pages": 25}``, ``page`` 1-based
+    ``/cursor``      ``{"results": [...], "cursors": {"next": <token>|null}}``, ``cursor``
+    ``/single``      ``{"data": [all 250]}``
+    """
+
+    def json_link(r: APIRequest) -> Answer:
+        page = int(r.query.get("p", "1"))
+        more = page * PAGE_SIZE < RECORDS
+        nxt = f"{api.url}/json_link?p={page + 1}" if more else None
+        return 200, {}, {"data": records((page - 1) * PAGE_SIZE, PAGE_SIZE), "next": nxt}
+
+    def header_link(r: APIRequest) -> Answer:
+        page = int(r.query.get("page", "1"))
+        headers = {}
+        if page * PAGE_SIZE < RECORDS:
+            headers["Link"] = (
+                f'<{api.url}/header_link?page={page + 1}>; rel="next", <{api.url}/header_link>; rel="first"'
+            )
+        return 200, headers, records((page - 1) * PAGE_SIZE, PAGE_SIZE)
+
+    def offset(r: APIRequest) -> Answer:
+        start, limit = int(r.query["offset"]), int(r.query["limit"])
+        return 200, {}, {"items": records(start, limit), "total": RECORDS}
+
+    def offset_open(r: APIRequest) -> Answer:
+        start, limit = int(r.query["offset"]), int(r.query["limit"])
+        return 200, {}, {"items": records(start, limit)}
+
+    def page_number(r: APIRequest) -> Answer:
+        page = int(r.query["page"])
+        return (
+            200,
+            {},
+            {"results": records((page - 1) * PAGE_SIZE, PAGE_SIZE), "total_pages": RECORDS // PAGE_SIZE},
+        )
+
+    def cursor(r: APIRequest) -> Answer:
+        start = int(r.query.get("cursor", "c0")[1:])
+        nxt = f"c{start + PAGE_SIZE}" if start + PAGE_SIZE < RECORDS else None
+        return 200, {}, {"results": records(start, PAGE_SIZE), "cursors": {"next": nxt}}
+
+    api.route("/json_link", json_link)
+    api.route("/header_link", header_link)
+    api.route("/offset", offset)
+    api.route("/offset_open", offset_open)
+    api.route("/page_number", page_number)
+    api.route("/cursor", cursor)
+    api.route("/single", lambda r: (200, {}, {"data": records(0, RECORDS)}))
