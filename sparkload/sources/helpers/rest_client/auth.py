@@ -17,6 +17,7 @@ import requests
 from requests.auth import AuthBase
 
 from sparkload.config import TSecretValue, is_sentinel
+from sparkload.sources.helpers.requests import client as shared_client
 from sparkload.sources.helpers.requests.session import raise_for_status
 
 __all__ = [
@@ -197,6 +198,4 @@ class OAuth2ClientCredentials(OAuth2AuthBase):
 
 
 def _token_session() -> requests.Session:
-    from sparkload.sources.helpers.requests import client
-
-    return client.session
+    return shared_client.session
