@@ -4,6 +4,7 @@ Delta tables read back with delta-rs."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -23,6 +24,7 @@ import sparkload as sl
 from sparkload.sources.rest_api import rest_api_resources, rest_api_source
 
 CHILD = Path(__file__).with_name("rest_api_child.py")
+EXAMPLE = Path(__file__).parents[1] / "examples" / "rest_api_github.py"
 
 
 def issue(number: int) -> dict[str, Any]:
@@ -88,38 +90,13 @@ def _fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def github_like_config(base_url: str) -> dict[str, Any]:
-    """The config of examples/rest_api_github.py, pointed at ``base_url``."""
-    return {
-        "client": {"base_url": base_url, "paginator": {"type": "header_link"}},
-        "resource_defaults": {
-            "primary_key": "id",
-            "write_disposition": "merge",
-            "endpoint": {"params": {"per_page": 10}},
-        },
-        "resources": [
-            {
-                "name": "issues",
-                "endpoint": {
-                    "path": "issues",
-                    "params": {
-                        "since": {
-                            "type": "incremental",
-                            "cursor_path": "updated_at",
-                            "initial_value": "2024-01-01T00:00:00Z",
-                        },
-                    },
-                },
-            },
-            {
-                "name": "issue_comments",
-                "endpoint": {
-                    "path": "issues/{issue_number}/comments",
-                    "params": {"issue_number": {"type": "resolve", "resource": "issues", "field": "number"}},
-                },
-                "include_from_parent": ["id"],
-            },
-        ],
-    }
+    """The config of examples/rest_api_github.py (GitHub's issues API), pointed at ``base_url``."""
+    spec = importlib.util.spec_from_file_location("rest_api_github", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    config: dict[str, Any] = example.github_config(base_url, access_token="ghp-test-token", per_page=10)
+    return config
 
 
 def test_issues_and_their_comments_load_with_parent_fields(api: FakeAPI, pipeline: sl.Pipeline) -> None:
@@ -140,7 +117,9 @@ def test_issues_and_their_comments_load_with_parent_fields(api: FakeAPI, pipelin
     assert [(r["id"], r["_issues_id"]) for r in comments] == [
         (n * 10 + k, 1000 + n) for n in open_numbers for k in (1, 2)
     ]
-    assert [r.query["per_page"] for r in api.asked("/issues")] == ["10"] * 3  # defaults reached the endpoint
+    asked = api.asked("/issues")
+    assert [r.query["per_page"] for r in asked] == ["10"] * 3  # defaults reached the endpoint
+    assert {r.headers["Authorization"] for r in api.requests} == {"Bearer ghp-test-token"}
 
 
 def test_a_second_run_asks_only_since_the_last_value_and_loads_only_new_rows(
