@@ -292,3 +292,49 @@ def test_a_kill_in_the_middle_of_paging_then_a_resume_loads_each_row_once(
     assert resumed.returncode == 0 and "DONE" in resumed.stdout, resumed.stderr[-2000:]
     rows = deltalake.DeltaTable(str(tmp_path / "lake" / "data" / "issues")).to_pyarrow_table().to_pylist()
     assert sorted(r["number"] for r in rows) == list(range(1, 41))
+
+
+# The virtualenv with dlt the benchmarks use (SPARKLOAD_DLT_PYTHON names another python).
+DLT_PYTHON = Path(
+    os.environ.get("SPARKLOAD_DLT_PYTHON")
+    or Path(__file__).parents[1] / "benchmarks" / "_work" / "dlt-venv" / "bin" / "python"
+)
+
+
+@pytest.mark.skipif(
+    not DLT_PYTHON.exists(), reason="needs the virtualenv with dlt (benchmarks/_work/dlt-venv)"
+)
+def test_a_dlt_script_gives_the_same_tables_under_sparkload(api: FakeAPI, tmp_path: Path) -> None:
+    """tests/rest_api_port.py (a rest_api config and a RESTClient resource) run by dlt and by
+    sparkload, the import the only change: the same rows in the same tables."""
+    IssuesAPI(api, 23)
+    script = Path(__file__).with_name("rest_api_port.py")
+    tables: dict[str, dict[str, list[tuple[Any, ...]]]] = {}
+    for library, python in (("dlt", str(DLT_PYTHON)), ("sparkload", sys.executable)):
+        work = tmp_path / library
+        env = {**os.environ, "RUST_LOG": "error", "PYTHONPATH": os.pathsep.join(sys.path)}
+        if library == "dlt":
+            env.pop("PYTHONPATH")
+        done = subprocess.run(
+            [python, str(script), library, api.url, str(work)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert done.returncode == 0 and "DONE" in done.stdout, done.stderr[-3000:]
+        tables[library] = {
+            name: sorted(
+                tuple(row[c] for c in columns)
+                for row in deltalake.DeltaTable(str(work / "lake" / "data" / name))
+                .to_pyarrow_table()
+                .to_pylist()
+            )
+            for name, columns in (
+                ("issues", ("id", "number", "title", "state", "updated_at")),
+                ("issue_comments", ("id", "body", "_issues_id")),
+                ("pulls", ("id", "number", "updated_at")),
+            )
+        }
+    assert tables["sparkload"] == tables["dlt"]
+    assert len(tables["dlt"]["issues"]) == 19 and len(tables["dlt"]["pulls"]) == 23 - 4
