@@ -18,7 +18,7 @@ from sparkload.extract.resource import Resource
 from sparkload.sources.helpers.rest_client.client import RESTClient, _secret_params
 from sparkload.sources.helpers.rest_client.jsonpath import find_values
 from sparkload.sources.helpers.rest_client.paginators import BasePaginator
-from sparkload.sources.rest_api.config_check import IGNORED_RESOURCE_KEYS, INCREMENTAL_ARGS
+from sparkload.sources.rest_api.config_check import INCREMENTAL_ARGS
 from sparkload.sources.rest_api.factories import create_auth, create_paginator, response_hooks
 from sparkload.sources.rest_api.placeholders import INCREMENTAL, RESOURCES, expand, fields_in
 
@@ -209,8 +209,6 @@ def _resource(
         for kind in ("filter", "map", "yield_map"):
             if kind in step:
                 getattr(made, f"add_{kind}")(step[kind])
-    unused = IGNORED_RESOURCE_KEYS & config.keys()
-    del unused  # accepted for dlt's sake; Delta tables have no use for them
     return made
 
 
