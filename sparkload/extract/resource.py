@@ -242,10 +242,11 @@ class Resource:
             yield from _filtered(produced, incrementals, produced)
 
     def _limited(self, pages: Iterator[Any]) -> Iterator[Any]:
-        """Items of the yielded pages (a list is a page of items), up to the limit."""
+        """Items of the yielded pages (a list is a page of items, and so is a list subclass
+        such as a REST client's page, as in dlt), up to the limit."""
         try:
             for page in self._limited_pages(pages):
-                if type(page) is list or type(page) is tuple:
+                if isinstance(page, list) or type(page) is tuple:
                     yield from page
                 else:
                     yield page
@@ -282,7 +283,7 @@ class Resource:
     def _processed_pages(self, source: Iterator[Any]) -> Iterator[Any]:
         try:
             for page in self._limited_pages(source):
-                if type(page) is list or type(page) is tuple:
+                if isinstance(page, list) or type(page) is tuple:
                     processed = list(apply_steps(iter(page), self._steps))
                     if processed:
                         yield processed

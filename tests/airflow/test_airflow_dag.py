@@ -1,7 +1,8 @@
 """The Airflow path against a real Apache Airflow (``nox -s airflow``): the example DAG's
 catchup runs, run one after another by Airflow's own test runner (``dag.test``), each load
-exactly their data interval, and the data-interval rules hold for a manual run and for an
-interval that has not ended yet."""
+exactly their data interval, the data-interval rules hold for a manual run and for an
+interval that has not ended yet, and a ``rest_api`` endpoint sends each run's interval to
+its API."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pendulum
 import pytest
 from airflow.timetables.base import DataInterval, TimeRestriction
 from airflow.utils.state import DagRunState
+from http_api import FakeAPI
 
 import sparkload as sl
 
@@ -132,3 +134,42 @@ def test_an_interval_ending_in_the_future_ends_now(lake: Path) -> None:
     [recorded] = rows(lake / "rules" / "ranges")
     assert recorded["start"] == ends.subtract(days=1)
     assert before <= recorded["end"] <= after
+
+
+def test_a_rest_api_endpoint_asks_its_api_for_each_runs_data_interval(
+    lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An endpoint incremental with ``allow_external_schedulers=True`` takes its range from the
+    run's data interval: the request carries the interval's start and end as the endpoint's
+    ``start_param`` and ``end_param``, and only the rows in it load. A day run after a later
+    one shows the stored cursor played no part (it would have started the second run at the
+    first run's last row)."""
+    every_6_hours = [
+        {"id": n, "updated_at": (JAN_1 + n * datetime.timedelta(hours=6)).isoformat().replace("+00:00", "Z")}
+        for n in range(12)
+    ]
+    day = datetime.timedelta(days=1)
+    jan_2, jan_3 = pendulum.datetime(2024, 1, 2, tz="UTC"), pendulum.datetime(2024, 1, 3, tz="UTC")
+    with FakeAPI() as api:
+        # The API ignores since/until and returns every issue: the incremental must clip too.
+        api.route("/issues", lambda request: (200, {}, every_6_hours))
+        monkeypatch.setenv("SPARKLOAD_REST_API_URL", api.url)
+        dag = dag_of("sparkload_rest_api_dag")
+        run_interval(dag, DataInterval(start=jan_2, end=jan_3))
+        run_interval(dag, DataInterval(start=jan_2 - day, end=jan_2))
+
+    asked = [(r.query.get("since"), r.query.get("until")) for r in api.asked("/issues")]
+    assert asked == [
+        ("2024-01-02T00:00:00Z", "2024-01-03T00:00:00Z"),
+        ("2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z"),
+    ]
+    # Jan 2 (issues 4-7), then Jan 1 (0-3); the issue at a day's end belongs to the next day.
+    assert sorted(i["id"] for i in rows(lake / "github" / "issues")) == list(range(8))
+    pipeline = sl.pipeline(
+        "airflow_rest_api",
+        destination=sl.destinations.delta(lake),
+        dataset_name="github",
+        pipelines_dir=lake.parent / "pipelines",
+    )
+    # Each run's range was its interval: no cursor was stored.
+    assert "incremental" not in pipeline.state["sources"]["github"]["resources"]["issues"]
