@@ -75,6 +75,8 @@ JVM_MATRIX = [
     "tests/test_concurrent_merge.py::test_a_load_cut_short_after_losing_the_create_race_is_finished_by_the_next",
     "tests/test_concurrent_merge.py::test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it[delete-insert]",
     "tests/test_concurrent_merge.py::test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it[scd2]",
+    # Spark's own parser must read every literal sparkload writes as Sail's does.
+    "tests/test_literals.py",
 ]
 # Apache Spark's own Spark Connect server (JVM, with delta-spark): what differs from the
 # classic JVM session is the client and its protocol, not Delta.
@@ -136,6 +138,7 @@ def property(session: nox.Session) -> None:
         "pytest",
         "tests/test_round_trip.py",
         "tests/test_fuzz_inputs.py",
+        "tests/test_literals.py",
         "--timeout=0",  # a thousand pipeline runs outlast the suite's per-test limit
         *session.posargs,
         env={"SPARKLOAD_PROPERTY_EXAMPLES": examples},

@@ -24,9 +24,10 @@ import engines
 import pytest
 
 import sparkload as sl
+from sparkload.common.literals import string_literal
 from sparkload.common.naming import normalize_dataset_name
 from sparkload.common.package import list_packages
-from sparkload.common.sql import quote, string_literal
+from sparkload.common.sql import quote
 from sparkload.common.system_columns import SYSTEM_COLUMNS
 from sparkload.engine import capabilities
 from sparkload.exceptions import PipelineStepFailed, SparkloadError
@@ -341,7 +342,8 @@ def test_a_history_this_process_cannot_read_stops_the_load_before_any_commit(
 CHILD = """
 import sys
 import sparkload as sl
-from sparkload.common.sql import quote, string_literal
+from sparkload.common.literals import string_literal
+from sparkload.common.sql import quote
 
 home, machine, limit, schema = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 probe = sl.pipeline("probe", destination=sl.destinations.delta(home + "/unused"), pipelines_dir=home)

@@ -20,7 +20,11 @@ import sparkload.exceptions
 PACKAGE = Path(sparkload.__file__).parent
 # An internal signal between two functions of one module: raised while merging staged files'
 # schemas and caught beside it (the merged schema becomes None), it never reaches users.
-INTERNAL_EXCEPTIONS = {("normalize/json_schema.py", "SchemaConflict")}
+INTERNAL_EXCEPTIONS = {
+    ("normalize/json_schema.py", "SchemaConflict"),
+    # A bound that cannot be a literal: its caller runs the statement without it.
+    ("common/literals.py", "UnrenderableLiteral"),
+}
 
 
 def public_errors() -> dict[str, type[sl.SparkloadError]]:

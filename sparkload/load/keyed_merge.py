@@ -18,6 +18,7 @@ follow the root as ``merge_family`` says.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -26,7 +27,7 @@ from pyspark.sql import types as T
 from sparkload.common.sql import conjunction, qualified, quote
 from sparkload.common.system_columns import ID
 from sparkload.exceptions import DuplicateKeyError
-from sparkload.load import dispositions, merge_sql, sequence
+from sparkload.load import dispositions, key_bounds, merge_sql, sequence
 from sparkload.load.commits import TableAction, TableCommit
 from sparkload.load.merge_family import MergeFamily, add_children, replace_children
 from sparkload.load.schema_check import check_types
@@ -120,8 +121,18 @@ def _delete_insert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> 
     ``written`` rows. The load's own keys are the markers: no scan beforehand."""
     config = family.config
     keys = [list(config.primary_key), list(config.merge_key)]
-    # A merge key may be NULL in stored rows and in the load; a primary key is not.
-    key_match = [merge_sql.columns_match(key, null_safe=index == 1) for index, key in enumerate(keys) if key]
+    # A merge key may be NULL in stored rows and in the load; a primary key is not. Each
+    # key's match carries its range over the load, so the engine skips the files outside.
+    key_match = [
+        conjunction(
+            [
+                *_bounds(rows, key),
+                merge_sql.columns_match(key, null_safe=index == 1),
+            ]
+        )
+        for index, key in enumerate(keys)
+        if key
+    ]
     markers = rows.select(*[F.col(quote(k)) for k in dict.fromkeys([*keys[0], *keys[1]])]).distinct()
     return _merge(
         family,
@@ -139,7 +150,10 @@ def _upsert(family: MergeFamily, rows: DataFrame) -> TableAction:
         merge_sql.when_matched_update_all(),
         merge_sql.when_not_matched_insert_all(f"NOT ({deleting})" if deleting else None),
     ]
-    return _merge(family, rows, None, on=merge_sql.columns_match(family.config.primary_key), clauses=clauses)
+    on = conjunction(
+        [*_bounds(rows, family.config.primary_key), merge_sql.columns_match(family.config.primary_key)]
+    )
+    return _merge(family, rows, None, on=on, clauses=clauses)
 
 
 def _insert_only(family: MergeFamily, rows: DataFrame) -> TableAction:
@@ -147,9 +161,17 @@ def _insert_only(family: MergeFamily, rows: DataFrame) -> TableAction:
         family,
         rows,
         None,
-        on=merge_sql.columns_match(family.config.primary_key),
+        on=conjunction(
+            [*_bounds(rows, family.config.primary_key), merge_sql.columns_match(family.config.primary_key)]
+        ),
         clauses=[merge_sql.when_not_matched_insert_all()],
     )
+
+
+def _bounds(rows: DataFrame, key: Sequence[str]) -> list[str]:
+    """The key's range over the load on the MERGE's target, if it has one (``key_bounds``)."""
+    found = key_bounds.key_range(rows, key, merge_sql.TARGET)
+    return [found] if found else []
 
 
 def _merge(

@@ -22,7 +22,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkload.common.hints import LoadHints, TimeRangeSpec
-from sparkload.common.sql import conjunction, qualified, quote, string_literal, timestamp_literal
+from sparkload.common.literals import string_literal, timestamp_literal
+from sparkload.common.sql import conjunction, qualified, quote
 from sparkload.exceptions import LoadError
 from sparkload.load import merge_sql
 from sparkload.load.commits import TableCommit
