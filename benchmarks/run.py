@@ -1,13 +1,15 @@
 """Run the benchmarks with sparkload and with dlt side by side; print each result and a table.
 
-    python benchmarks/run.py [--skip-dlt] [--skip-w1] [--skip-w2] [--skip-m1] [--skip-s1]
-                             [--skip-f1] [--skip-t1] [--repeat N] [--m1-rows N] [--s1-rows N]
-                             [--dlt-s1-duckdb]
+    python benchmarks/run.py [--skip-dlt] [--skip-w1] [--skip-w2] [--skip-m1] [--skip-m1s]
+                             [--skip-s1] [--skip-f1] [--skip-t1] [--repeat N] [--m1-rows N]
+                             [--m1s-rows N,N,...] [--s1-rows N] [--dlt-s1-duckdb]
 
 W1: 1,000,000 nested rows merged on id, then 10,000 rows half overlapping (sparkload, dlt).
 W2: 10,000,000 W1 rows appended in one run, peak RSS (sparkload only).
 M1: 10,000,000 flat rows merged on id, then a timed merge of 10,000 rows, half updates and
     half inserts; reports how many of the table's files the merge rewrote (sparkload, dlt).
+M1S: M1's merge of 10,000 rows into 1,000,000, 10,000,000 and 30,000,000 rows (sparkload
+    only): how a merge's time grows with the table; reports the largest time over the smallest.
 S1: SCD2 over a 1,000,000-row dimension, then a timed full extract with 1% changed (sparkload;
     dlt 1.31 has no scd2 for Delta tables on the filesystem destination, which is reported;
     --dlt-s1-duckdb runs dlt's scd2 on duckdb instead, as a reference only).
@@ -166,6 +168,25 @@ def run_m1(args: argparse.Namespace, table: Table) -> None:
         table.add(f"M1 merge 10k rows into {rows}{suffix}", ours.get("merge"), theirs.get("merge"))
 
 
+def run_m1_scaling(args: argparse.Namespace, table: Table) -> None:
+    sizes = [int(n) for n in args.m1s_rows.split(",")]
+    best: dict[int, float] = {}
+    for attempt in range(args.repeat):
+        suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
+        for rows in sizes:
+            ours, _ = _run(sys.executable, "sparkload_m1.py", str(rows))
+            _print_m1(f"sparkload {rows / 1e6:g}M", ours)
+            table.add(f"M1S merge 10k rows into {rows / 1e6:g}M{suffix}", ours.get("merge"), None)
+            if "merge" in ours:
+                best[rows] = min(best.get(rows, ours["merge"]), ours["merge"])
+    if len(best) == len(sizes):
+        largest, smallest = best[max(sizes)], best[min(sizes)]
+        print(
+            f"M1S best of {args.repeat}: {largest:.2f}s into {max(sizes):,} rows is "
+            f"{largest / smallest:.2f}x the {smallest:.2f}s into {min(sizes):,}"
+        )
+
+
 def _print_s1(name: str, result: dict[str, Any]) -> None:
     where = f" ({result['destination']})" if "destination" in result else ""
     if "error" in result:
@@ -221,11 +242,13 @@ def main() -> None:
     parser.add_argument("--skip-w1", action="store_true")
     parser.add_argument("--skip-w2", action="store_true")
     parser.add_argument("--skip-m1", action="store_true")
+    parser.add_argument("--skip-m1s", action="store_true")
     parser.add_argument("--skip-s1", action="store_true")
     parser.add_argument("--skip-f1", action="store_true")
     parser.add_argument("--skip-t1", action="store_true")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--m1-rows", type=int, default=10_000_000)
+    parser.add_argument("--m1s-rows", default="1000000,10000000,30000000")
     parser.add_argument("--s1-rows", type=int, default=1_000_000)
     parser.add_argument(
         "--dlt-s1-duckdb", action="store_true", help="also run dlt's scd2 on duckdb (installs duckdb)"
@@ -239,6 +262,8 @@ def main() -> None:
         run_w2(args, table)
     if not args.skip_m1:
         run_m1(args, table)
+    if not args.skip_m1s:
+        run_m1_scaling(args, table)
     if not args.skip_s1:
         run_s1(args, table)
     if not args.skip_t1:

@@ -7,18 +7,19 @@
 - insert-only: rows whose primary key is absent are inserted, nothing else changes.
 Rows flagged by the ``hard_delete`` column delete their key and are never written; with
 ``sequence_by`` a row older than the stored version of its key is dropped first.
-Each table changes in one MERGE commit (a table not there yet: one append, see ``creation``).
+Each table changes in one commit (a table not there yet: one append, see ``creation``).
 
-The root's MERGE matches destination rows by key, in the statement itself: it depends on
-nothing read from the table beforehand, so a MERGE that lost a race to a concurrent
-writer (a commit conflict) and is retried matches the rows that writer left. Nested tables
-follow the root as ``merge_family`` says.
+The root's commit rewrites the load's key range (``range_rewrite``: the engine reads and
+replaces only the files the range overlaps) where the range is known and the table takes
+it, else it is a MERGE that matches destination rows by key in the statement itself.
+Either depends on nothing read from the table beforehand, so a commit that lost a race to
+a concurrent writer (a conflict) and is retried matches the rows that writer left.
+Nested tables follow the root as ``merge_family`` says.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -27,7 +28,7 @@ from pyspark.sql import types as T
 from sparkload.common.sql import conjunction, qualified, quote
 from sparkload.common.system_columns import ID
 from sparkload.exceptions import DuplicateKeyError
-from sparkload.load import dispositions, key_bounds, merge_sql, sequence
+from sparkload.load import dispositions, key_bounds, merge_sql, range_rewrite, sequence
 from sparkload.load.commits import TableAction, TableCommit
 from sparkload.load.merge_family import MergeFamily, add_children, replace_children
 from sparkload.load.schema_check import check_types
@@ -120,67 +121,111 @@ def _delete_insert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> 
     """Delete every destination row whose primary or merge key is in the load, insert the
     ``written`` rows. The load's own keys are the markers: no scan beforehand."""
     config = family.config
-    keys = [list(config.primary_key), list(config.merge_key)]
-    # A merge key may be NULL in stored rows and in the load; a primary key is not. Each
-    # key's match carries its range over the load, so the engine skips the files outside.
-    key_match = [
-        conjunction(
-            [
-                *_bounds(rows, key),
-                merge_sql.columns_match(key, null_safe=index == 1),
-            ]
-        )
-        for index, key in enumerate(keys)
-        if key
+    # A merge key may be NULL in stored rows and in the load; a primary key is not.
+    keys = [
+        (list(key), index == 1) for index, key in enumerate([config.primary_key, config.merge_key]) if key
     ]
-    markers = rows.select(*[F.col(quote(k)) for k in dict.fromkeys([*keys[0], *keys[1]])]).distinct()
+    ranges = [key_bounds.key_range(rows, key) for key, _ in keys]
+    markers = rows.select(
+        *[F.col(quote(k)) for k in dict.fromkeys(c for key, _ in keys for c in key)]
+    ).distinct()
+
+    def change(inside: DataFrame) -> tuple[DataFrame, DataFrame]:
+        for key, null_safe in keys:
+            inside = _without_keys(inside, markers, key, null_safe)
+        return written, inside
+
+    key_match = [
+        conjunction([*_on_target(found), merge_sql.columns_match(key, null_safe=null_safe)])
+        for (key, null_safe), found in zip(keys, ranges, strict=True)
+    ]
     return _merge(
         family,
         written,
         markers,
         on=conjunction([merge_sql.is_marker(), merge_sql.either(*key_match)]),
         clauses=[merge_sql.when_matched_delete(), merge_sql.when_not_matched_insert_all(merge_sql.is_row())],
+        ranges=ranges,
+        change=change,
     )
 
 
 def _upsert(family: MergeFamily, rows: DataFrame) -> TableAction:
+    key = list(family.config.primary_key)
     deleting = _delete_condition(rows, family.config.hard_delete)
     clauses = [merge_sql.when_matched_delete(deleting)] if deleting else []
     clauses += [
         merge_sql.when_matched_update_all(),
         merge_sql.when_not_matched_insert_all(f"NOT ({deleting})" if deleting else None),
     ]
-    on = conjunction(
-        [*_bounds(rows, family.config.primary_key), merge_sql.columns_match(family.config.primary_key)]
-    )
-    return _merge(family, rows, None, on=on, clauses=clauses)
+    found = key_bounds.key_range(rows, key)
+    flag = delete_flag(rows, family.config.hard_delete)
+    written = rows if flag is None else rows.where(~flag)
+
+    def change(inside: DataFrame) -> tuple[DataFrame, DataFrame]:
+        # A matched row is replaced by its update or deleted: either way it is not kept.
+        return written, _without_keys(inside, rows, key, null_safe=False)
+
+    on = conjunction([*_on_target(found), merge_sql.columns_match(key)])
+    return _merge(family, rows, None, on=on, clauses=clauses, ranges=[found], change=change)
 
 
 def _insert_only(family: MergeFamily, rows: DataFrame) -> TableAction:
+    key = list(family.config.primary_key)
+    found = key_bounds.key_range(rows, key)
+
+    def change(inside: DataFrame) -> tuple[DataFrame, DataFrame]:
+        return _without_keys(rows, inside, key, null_safe=False), inside
+
     return _merge(
         family,
         rows,
         None,
-        on=conjunction(
-            [*_bounds(rows, family.config.primary_key), merge_sql.columns_match(family.config.primary_key)]
-        ),
+        on=conjunction([*_on_target(found), merge_sql.columns_match(key)]),
         clauses=[merge_sql.when_not_matched_insert_all()],
+        ranges=[found],
+        change=change,
     )
 
 
-def _bounds(rows: DataFrame, key: Sequence[str]) -> list[str]:
-    """The key's range over the load on the MERGE's target, if it has one (``key_bounds``)."""
-    found = key_bounds.key_range(rows, key, merge_sql.TARGET)
-    return [found] if found else []
+def _on_target(found: key_bounds.KeyRange | None) -> list[str]:
+    """A key's range over the load on the MERGE's target, if it has one (``key_bounds``)."""
+    return [found.sql(merge_sql.TARGET)] if found else []
+
+
+def _without_keys(df: DataFrame, keys_of: DataFrame, key: list[str], null_safe: bool) -> DataFrame:
+    """The rows of ``df`` whose ``key`` is not among the keys of ``keys_of`` (NULL matching
+    NULL when ``null_safe``)."""
+    left, right = df.alias(merge_sql.TARGET), keys_of.alias(merge_sql.SOURCE)
+    match = [
+        F.col(qualified(merge_sql.TARGET, c)).eqNullSafe(F.col(qualified(merge_sql.SOURCE, c)))
+        if null_safe
+        else F.col(qualified(merge_sql.TARGET, c)) == F.col(qualified(merge_sql.SOURCE, c))
+        for c in key
+    ]
+    return left.join(right, on=match, how="left_anti")
 
 
 def _merge(
-    family: MergeFamily, rows: DataFrame, markers: DataFrame | None, on: str, clauses: list[str]
+    family: MergeFamily,
+    rows: DataFrame,
+    markers: DataFrame | None,
+    on: str,
+    clauses: list[str],
+    ranges: list[key_bounds.KeyRange | None],
+    change: range_rewrite.Change,
 ) -> TableAction:
-    """The root's MERGE, its source aligned to the table as it is when it runs."""
+    """The root's commit: a rewrite of the load's key range where the table takes one
+    (``range_rewrite``; ``change`` says what becomes of the range), else a MERGE whose
+    source is aligned to the table as it is when it runs. ``ranges`` are the ranges of the
+    keys whose matches ``on`` joins with OR."""
     check_types(rows, family.table(family.root).schema(), family.root)
+    predicate = merge_sql.either(*[found.sql() for found in ranges if found]) if all(ranges) else None
 
     def merge(table: DeltaTable) -> None:
+        if predicate is not None and range_rewrite.usable(table, predicate, rows):
+            range_rewrite.rewrite(table, predicate, change, family.load_id)
+            return
         source = merge_sql.source_of(table, rows, markers)
         merge_sql.merge_into(table, source, on=on, clauses=clauses, load_id=family.load_id)
 

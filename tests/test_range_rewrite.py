@@ -1,0 +1,155 @@
+"""A keyed merge touches only the files its keys fall in: its cost follows the change.
+
+A table is built from several loads of disjoint key ranges (one file each); a later merge
+whose keys lie in one of those ranges must neither read the other files (they are moved
+away while it runs) nor rewrite them, for each key-matching strategy and for composite and
+string keys, and leave the table right (read back by delta-rs and by Spark).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pyarrow as pa
+import pytest
+from table_checks import assert_table
+
+import sparkload as sl
+
+BATCHES = 5
+WIDTH = 100
+
+
+def last_commit_actions(pipeline: sl.Pipeline, table: str) -> dict[str, int]:
+    """How many files the table's newest commit added and removed, from its log (how many
+    it adds depends on the engine's parallelism, what it removes on the rows it touched)."""
+    log = sorted(Path(pipeline.dataset_uri, table, "_delta_log").glob("*.json"))[-1]
+    counts = {"add": 0, "remove": 0}
+    for line in log.read_text().splitlines():
+        action = json.loads(line)
+        for kind in counts:
+            counts[kind] += kind in action
+    return counts
+
+
+def file_count(pipeline: sl.Pipeline, table: str) -> int:
+    return len(deltalake.DeltaTable(f"{pipeline.dataset_uri}/{table}").file_uris())
+
+
+@contextlib.contextmanager
+def only_files_holding(pipeline: sl.Pipeline, table: str, column: str, low: Any, high: Any) -> Iterator[None]:
+    """Move the table's data files whose ``column`` range misses [low, high] away while the
+    block runs (a read of one fails), then put them back."""
+    uri = f"{pipeline.dataset_uri}/{table}"
+    actions = pa.table(deltalake.DeltaTable(uri).get_add_actions(flatten=True)).to_pylist()
+    away = [Path(uri, a["path"]) for a in actions if a[f"max.{column}"] < low or a[f"min.{column}"] > high]
+    assert away, "the table has no file outside the range"
+    aside = Path(pipeline.pipelines_dir).parent / "aside"
+    aside.mkdir(exist_ok=True)
+    for path in away:
+        shutil.move(path, aside / path.name)
+    try:
+        yield
+    finally:
+        for path in away:
+            shutil.move(aside / path.name, path)
+
+
+def build(pipeline: sl.Pipeline, strategy: str, key: Any, row: Any) -> None:
+    """BATCHES loads of WIDTH new keys each, so the table holds one file per key range."""
+    for batch in range(BATCHES):
+        rows = [row(i, "v0") for i in range(batch * WIDTH, (batch + 1) * WIDTH)]
+        pipeline.run(
+            rows,
+            table_name="items",
+            primary_key=key,
+            write_disposition={"disposition": "merge", "strategy": strategy},
+        )
+    assert file_count(pipeline, "items") == BATCHES
+
+
+def int_row(i: int, value: str) -> dict[str, Any]:
+    return {"id": i, "value": value}
+
+
+def composite_row(i: int, value: str) -> dict[str, Any]:
+    return {"region": "eu", "code": f"c{i:05d}", "value": value}
+
+
+@pytest.mark.parametrize("strategy", ["delete-insert", "upsert", "insert-only"])
+def test_a_merge_rewrites_only_the_file_its_keys_fall_in(pipeline: sl.Pipeline, strategy: str) -> None:
+    build(pipeline, strategy, "id", int_row)
+    # Keys 210..219 exist (in the third file); none is new.
+    with only_files_holding(pipeline, "items", "id", 210, 219):
+        pipeline.run(
+            [int_row(i, "v1") for i in range(210, 220)],
+            table_name="items",
+            primary_key="id",
+            write_disposition={"disposition": "merge", "strategy": strategy},
+        )
+    assert last_commit_actions(pipeline, "items")["remove"] == 1
+    changed = "v0" if strategy == "insert-only" else "v1"
+    expected = [int_row(i, changed if 210 <= i < 220 else "v0") for i in range(BATCHES * WIDTH)]
+    assert_table(pipeline, "items", expected)
+
+
+def test_a_composite_string_key_bounds_its_merge_too(pipeline: sl.Pipeline) -> None:
+    build(pipeline, "delete-insert", ["region", "code"], composite_row)
+    with only_files_holding(pipeline, "items", "code", "c00305", "c00399"):
+        pipeline.run(
+            [composite_row(i, "v1") for i in (305, 399)],
+            table_name="items",
+            primary_key=["region", "code"],
+            write_disposition="merge",
+        )
+    assert last_commit_actions(pipeline, "items")["remove"] == 1
+    expected = [composite_row(i, "v1" if i in (305, 399) else "v0") for i in range(BATCHES * WIDTH)]
+    assert_table(pipeline, "items", expected)
+
+
+def test_new_keys_beside_every_range_rewrite_no_file(pipeline: sl.Pipeline) -> None:
+    build(pipeline, "delete-insert", "id", int_row)
+    with only_files_holding(pipeline, "items", "id", 1000, 1009):
+        pipeline.run(
+            [int_row(i, "new") for i in range(1000, 1010)],
+            table_name="items",
+            primary_key="id",
+            write_disposition="merge",
+        )
+    assert last_commit_actions(pipeline, "items")["remove"] == 0
+
+
+def test_a_hard_delete_removes_its_rows_and_rewrites_one_file(pipeline: sl.Pipeline) -> None:
+    build(pipeline, "upsert", "id", int_row)
+    rows = [{**int_row(i, "v1"), "gone": i % 2 == 0} for i in range(110, 120)]
+    pipeline.run(
+        rows,
+        table_name="items",
+        primary_key="id",
+        write_disposition={"disposition": "merge", "strategy": "upsert"},
+        columns={"gone": {"hard_delete": True}},
+    )
+    # The load's new column makes this merge evolve the schema; a second one has none new.
+    with only_files_holding(pipeline, "items", "id", 410, 419):
+        pipeline.run(
+            [{**int_row(i, "v2"), "gone": i % 2 == 0} for i in range(410, 420)],
+            table_name="items",
+            primary_key="id",
+            write_disposition={"disposition": "merge", "strategy": "upsert"},
+            columns={"gone": {"hard_delete": True}},
+        )
+    assert last_commit_actions(pipeline, "items")["remove"] == 1
+    expected = []
+    for i in range(BATCHES * WIDTH):
+        if (110 <= i < 120 or 410 <= i < 420) and i % 2 == 0:
+            continue
+        value = "v1" if 110 <= i < 120 else "v2" if 410 <= i < 420 else "v0"
+        gone = False if (110 <= i < 120 or 410 <= i < 420) else None
+        expected.append({**int_row(i, value), "gone": gone})
+    assert_table(pipeline, "items", expected)
