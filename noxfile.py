@@ -61,6 +61,7 @@ JVM_MATRIX = [
     "tests/test_smoke.py",
     "tests/test_load_dispositions.py",
     "tests/test_merge_examples.py",
+    "tests/test_range_rewrite.py",
     "tests/test_nested.py",
     "tests/test_merge_strategies.py::test_upsert_updates_inserts_and_hard_deletes_with_nested_rows",
     "tests/test_merge_strategies.py::test_sequence_by_older_records_never_overwrite_newer_ones",

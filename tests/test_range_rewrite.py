@@ -93,7 +93,9 @@ def test_a_merge_rewrites_only_the_file_its_keys_fall_in(pipeline: sl.Pipeline, 
             primary_key="id",
             write_disposition={"disposition": "merge", "strategy": strategy},
         )
-    assert last_commit_actions(pipeline, "items")["remove"] == 1
+    removed = last_commit_actions(pipeline, "items")["remove"]
+    # An insert-only merge of keys that all exist may leave the file as it was.
+    assert removed == 1 or (strategy == "insert-only" and removed == 0)
     changed = "v0" if strategy == "insert-only" else "v1"
     expected = [int_row(i, changed if 210 <= i < 220 else "v0") for i in range(BATCHES * WIDTH)]
     assert_table(pipeline, "items", expected)

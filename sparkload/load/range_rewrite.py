@@ -5,7 +5,9 @@ A merge changes only destination rows whose key falls inside the load's key rang
 is one Delta commit whose read and rewrite are both pruned to the files the range
 overlaps by their statistics: its cost follows the change, not the table. Sail 0.7.2's
 MERGE instead joins every file of the target whatever its ``ON`` clause says (10,000 rows
-into 10,000,000 took 2.9 s as a MERGE, 0.05 s as this overwrite).
+into 10,000,000 took 2.9 s as a MERGE, 0.05 s as this overwrite). Delta on Apache Spark is
+the other way round (a MERGE bounded in its ``ON`` skips files, a ``replaceWhere`` on a
+data column scans them all), so there the merge stays a MERGE: ``usable`` decides.
 
 The rows kept are read from the table inside the write itself, so the engine reads and
 replaces the range at one version, and a concurrent commit that changes files inside the
@@ -19,6 +21,7 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 
+from sparkload.engine.capabilities import merge_skips_files
 from sparkload.load.schema_check import align_to_table, check_types
 from sparkload.load.table import DeltaTable
 
@@ -27,11 +30,13 @@ Change = Callable[[DataFrame], tuple[DataFrame, DataFrame]]
 
 
 def usable(table: DeltaTable, predicate: str | None, rows: DataFrame) -> bool:
-    """Whether merging ``rows`` into ``table`` can be a range rewrite: the range is known,
-    the table takes a ``replaceWhere`` overwrite (see ``DeltaTable.replace_where``) and
-    the rows bring no new column (Sail 0.7.2 refuses schema evolution in an overwrite that
-    keeps rows: the MERGE adds it)."""
-    if predicate is None or not table.replace_where:
+    """Whether merging ``rows`` into ``table`` should be a range rewrite: the range is
+    known, the engine's MERGE would read every file (where it skips files by the range in
+    its ``ON``, the MERGE is as cheap: Delta on Apache Spark, whose ``replaceWhere`` on a
+    data column reads every file instead), the table takes a ``replaceWhere`` overwrite (see
+    ``DeltaTable.replace_where``) and the rows bring no new column (Sail 0.7.2 refuses
+    schema evolution in an overwrite that keeps rows: the MERGE adds it)."""
+    if predicate is None or not table.replace_where or merge_skips_files(table.spark):
         return False
     destination = table.schema()
     return destination is not None and set(rows.columns) <= set(destination.fieldNames())
