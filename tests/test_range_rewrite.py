@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import deltalake
+import engines
 import pyarrow as pa
 import pytest
 from table_checks import assert_table
@@ -155,3 +156,58 @@ def test_a_hard_delete_removes_its_rows_and_rewrites_one_file(pipeline: sl.Pipel
         gone = False if (110 <= i < 120 or 410 <= i < 420) else None
         expected.append({**int_row(i, value), "gone": gone})
     assert_table(pipeline, "items", expected)
+
+
+def root_ids(pipeline: sl.Pipeline, keys: range) -> list[str]:
+    rows = deltalake.DeltaTable(f"{pipeline.dataset_uri}/items").to_pyarrow_table().to_pylist()
+    return sorted(r["_sparkload_id"] for r in rows if r["id"] in keys)
+
+
+def lists_by_id(pipeline: sl.Pipeline) -> dict[int, list[str]]:
+    """Each root row's list, rebuilt from the nested table by delta-rs (root ids of nested
+    rows all point at a root row)."""
+    uri = f"{pipeline.dataset_uri}/items"
+    roots = {r["_sparkload_id"]: r["id"] for r in deltalake.DeltaTable(uri).to_pyarrow_table().to_pylist()}
+    nested = deltalake.DeltaTable(f"{uri}__tags").to_pyarrow_table().to_pylist()
+    lists: dict[int, list[tuple[int, str]]] = {}
+    for row in nested:
+        lists.setdefault(roots[row["_sparkload_root_id"]], []).append(
+            (row["_sparkload_list_idx"], row["value"])
+        )
+    return {key: [value for _, value in sorted(items)] for key, items in lists.items()}
+
+
+@engines.engine_limit(
+    "spark",
+    "spark-connect",
+    reason="on Delta with Apache Spark nested rows are replaced by a MERGE that reads the "
+    "whole nested table (WHEN NOT MATCHED BY SOURCE), not by a range rewrite",
+)
+@pytest.mark.parametrize("strategy", ["delete-insert", "upsert"])
+def test_nested_rows_of_replaced_root_rows_are_replaced_reading_only_their_files(
+    pipeline: sl.Pipeline, strategy: str
+) -> None:
+    def rows(keys: range, tag: str) -> list[dict[str, Any]]:
+        return [{"id": i, "tags": [f"{tag}{i}", f"{tag}{i}b"]} for i in keys]
+
+    hints: dict[str, Any] = {
+        "table_name": "items",
+        "primary_key": "id",
+        "write_disposition": {"disposition": "merge", "strategy": strategy},
+    }
+    for batch in range(BATCHES):
+        pipeline.run(rows(range(batch * WIDTH, (batch + 1) * WIDTH), "a"), **hints)
+    assert file_count(pipeline, "items__tags") == BATCHES
+    replaced = root_ids(pipeline, range(210, 220))
+    with (
+        only_files_holding(pipeline, "items", "id", 210, 219),
+        only_files_holding(pipeline, "items__tags", "_sparkload_root_id", replaced[0], replaced[-1]),
+    ):
+        pipeline.run(rows(range(210, 220), "b"), **hints)
+    assert last_commit_actions(pipeline, "items__tags")["remove"] == 1
+    expected = {
+        i: [f"{'b' if 210 <= i < 220 else 'a'}{i}", f"{'b' if 210 <= i < 220 else 'a'}{i}b"]
+        for i in range(BATCHES * WIDTH)
+    }
+    assert lists_by_id(pipeline) == expected
+    assert pipeline.table("items__tags").count() == 2 * BATCHES * WIDTH

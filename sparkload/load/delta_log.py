@@ -8,6 +8,7 @@ load already made when the load is repeated.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,6 +51,32 @@ def commit_info(uri: str, version: int) -> dict[str, Any]:
             if "commitInfo" in action:
                 return dict(action["commitInfo"])
     return {}
+
+
+def removed_files(uri: str, version: int) -> tuple[list[str], list[str]] | None:
+    """The data files commit ``version`` removed and the ones it added, as full URIs; None
+    if a file carries a deletion vector (its rows are not the file's rows)."""
+    fs, path = filesystem(uri)
+    removed: list[str] = []
+    added: list[str] = []
+    with fs.open_input_stream(f"{path.rstrip('/')}/_delta_log/{version:020d}.json") as stream:
+        for line in stream.read().splitlines():
+            if not line.strip():
+                continue
+            action = orjson.loads(line)
+            for kind, files in (("remove", removed), ("add", added)):
+                if kind in action:
+                    if action[kind].get("deletionVector"):
+                        return None
+                    files.append(_file_uri(uri, action[kind]["path"]))
+    return removed, added
+
+
+def _file_uri(uri: str, path: str) -> str:
+    """A path from the log (relative to the table and percent-encoded, or a full URI)."""
+    if "://" in path:
+        return path
+    return f"{uri.rstrip('/')}/{urllib.parse.unquote(path)}"
 
 
 def commit_tags(uri: str, newest: int) -> Iterator[tuple[int, str | None]]:

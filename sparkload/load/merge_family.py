@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from sparkload.common.sql import conjunction
 from sparkload.common.system_columns import ID, ROOT_ID
 from sparkload.exceptions import LoadError
-from sparkload.load import creation, dispositions, merge_sql
+from sparkload.load import creation, dispositions, key_bounds, merge_sql, range_rewrite
 from sparkload.load.commits import TableCommit
 from sparkload.load.dataset import Dataset
 from sparkload.load.fixed_frames import FixedFrames
@@ -144,6 +144,8 @@ def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableC
         return of_roots(loaded, family.root_ids())
 
     def merge(target: DeltaTable) -> None:
+        if replace is not None and loaded is not None and _rewrite_replaced(family, target, loaded):
+            return
         df = rows() if loaded is not None else target.read().limit(0)
         if replace is None:
             source = merge_sql.source_of(target, df)
@@ -161,3 +163,35 @@ def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableC
     if loaded is None:
         return None
     return family.create(name, count, rows, merge)
+
+
+def _rewrite_replaced(family: MergeFamily, target: DeltaTable, loaded: DataFrame) -> bool:
+    """Replace the nested rows of the root rows this load's root commit removed, and add the
+    load's nested rows whose root row is there, as one rewrite of the two ``_sparkload_root_id``
+    ranges involved (``range_rewrite``): the ids the root commit removed (read from the
+    files it removed) and this load's root ids. Root ids grow with each load and, within
+    one, with each row, so both ranges are narrow and the rewrite reads only the files they
+    overlap. False, and nothing done, where that does not apply: the root's commit is not
+    found by its tag or its files cannot be read, or ``range_rewrite.usable`` says no.
+    Nested rows whose root row another writer removed are that writer's to replace."""
+    root = family.dataset.table(family.root)
+    version = root.committed_by(family.load_id)
+    gone = root.ids_removed_by(version) if version else None
+    if gone is None:
+        return False
+    gone = gone.select(F.col(ID).alias(ROOT_ID))
+    new = key_bounds.key_range(loaded, [ROOT_ID])
+    if new is None:
+        return False
+    old = key_bounds.key_range(gone, [ROOT_ID])
+    predicate = merge_sql.either(*[found.sql() for found in (old, new) if found])
+    if not range_rewrite.usable(target, predicate, loaded):
+        return False
+    # The root rows of this load that are there now (a concurrent writer may have removed some).
+    present = root.read().where(key_bounds.KeyRange(new.renamed(ID)).sql()).select(ID)
+
+    def change(inside: DataFrame) -> tuple[DataFrame, DataFrame]:
+        return of_roots(loaded, present), inside.join(gone, on=ROOT_ID, how="left_anti")
+
+    range_rewrite.rewrite(target, predicate, change, family.load_id)
+    return True

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from sparkload.common.sql import delta_path, quote
+from sparkload.common.system_columns import ID
 from sparkload.engine.capabilities import commit_history
 from sparkload.exceptions import LoadError
 from sparkload.load import delta_log
@@ -96,6 +97,12 @@ class DeltaTable:
         """The version a commit tagged with ``load_id`` made, if that commit happened."""
         return next((version for version, tag in self.commit_tags() if tag == load_id), None)
 
+    def ids_removed_by(self, version: int) -> DataFrame | None:
+        """The ``_sparkload_id`` of every row commit ``version`` removed from the table (in
+        a file it removed, not in a file it added), read from the files themselves; None
+        where the table's log is not at hand."""
+        return None
+
     def write(self, df: DataFrame, mode: str, load_id: str, **options: str) -> None:
         """One commit of ``df`` (``mode`` append or overwrite), tagged with ``load_id``."""
         # Files of bounded size hold narrow key ranges when rows arrive in key order, so a
@@ -128,6 +135,19 @@ class PathTable(DeltaTable):
 
     def _exists(self) -> bool:
         return delta_log.table_exists(self.uri)
+
+    def ids_removed_by(self, version: int) -> DataFrame | None:
+        files = delta_log.removed_files(self.uri, version)
+        if files is None:
+            return None
+        removed, added = files
+        schema = T.StructType([T.StructField(ID, T.StringType())])
+        if not removed:
+            return self.spark.createDataFrame([], schema=schema)
+        gone = self.spark.read.parquet(*removed).select(ID)
+        if added:
+            gone = gone.join(self.spark.read.parquet(*added).select(ID), on=ID, how="left_anti")
+        return gone
 
     def read(self) -> DataFrame:
         return self.spark.read.format("delta").load(self.uri)

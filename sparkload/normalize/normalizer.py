@@ -120,10 +120,11 @@ class TableNormalizer:
     def _normalize(self, table: str, raw: DataFrame, out_uri: str) -> list[NormalizedTable]:
         flat = flatten(raw.schema, lambda name: raw[quote(name)], table, "", 0, self.max_nesting)
         # Unique within the load (Spark's partition-aware counter) and across loads (the
-        # load id); drawn once here and stored, so every retry of the load reuses it.
-        row_id = F.concat(
-            F.lit(self.load_id.replace(".", "") + "_"), F.lower(F.hex(F.monotonically_increasing_id()))
-        )
+        # load id); drawn once here and stored, so every retry of the load reuses it. The
+        # counter is zero-padded so ids sort as they were drawn: the nested rows of a run of
+        # root rows then hold a narrow range of root ids, which a merge's rewrite prunes by.
+        counter = F.lpad(F.lower(F.hex(F.monotonically_increasing_id())), 16, "0")
+        row_id = F.concat(F.lit(self.load_id.replace(".", "") + "_"), counter)
         columns = [leaf.column.alias(leaf.name) for leaf in flat.leaves]
         columns += [nested.column.alias(_NESTED_PREFIX + nested.table) for nested in flat.nested]
         columns += [row_id.alias(ID), F.lit(self.load_id).alias(LOAD_ID)]
