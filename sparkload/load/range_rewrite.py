@@ -9,10 +9,12 @@ into 10,000,000 took 2.9 s as a MERGE, 0.05 s as this overwrite). Delta on Apach
 the other way round (a MERGE bounded in its ``ON`` skips files, a ``replaceWhere`` on a
 data column scans them all), so there the merge stays a MERGE: ``usable`` decides.
 
-The rows kept are read from the table inside the write itself, so the engine reads and
-replaces the range at one version, and a concurrent commit that changes files inside the
-range makes this commit fail as a conflict (retried from scratch, see ``retry``), as a
-MERGE's would.
+The rows kept are read from the table inside the write itself: the engine takes the
+versions it reads and replaces when it plans the write, and a concurrent commit that
+changes files inside the range after that makes this commit fail as a conflict (retried
+from scratch, see ``retry``), as a MERGE's would. (Sail resolves the two versions one
+after the other while planning; a commit landing in between, a window of a log read,
+would be overwritten. Race tests with writers hammering one range have not hit it.)
 """
 
 from __future__ import annotations
