@@ -32,11 +32,10 @@ class KeyRange:
 
     bounds: tuple[tuple[str, str, str], ...]  # (column, low, high)
 
-    def renamed(self, column: str) -> tuple[tuple[str, str, str], ...]:
-        """The bounds of a one-column range, on ``column`` instead (the same values in
-        another table)."""
+    def renamed(self, column: str) -> KeyRange:
+        """This one-column range on ``column`` instead (the same values in another table)."""
         ((_, low, high),) = self.bounds
-        return ((column, low, high),)
+        return KeyRange(((column, low, high),))
 
     def sql(self, alias: str | None = None) -> str:
         """``c BETWEEN lo AND hi AND …``, the columns on the table ``alias`` if given."""

@@ -87,13 +87,13 @@ def _sequenced(family: MergeFamily, rows: DataFrame, table: DeltaTable) -> DataF
 
 
 def _root_merge(family: MergeFamily, rows: DataFrame) -> TableAction:
-    """The root's MERGE of ``rows`` by the family's strategy."""
+    """The root's commit of ``rows`` by the family's strategy."""
     deleting = delete_flag(rows, family.config.hard_delete)
     written = rows if deleting is None else rows.where(~deleting)
     if family.config.strategy == "insert-only":
         return _insert_only(family, rows)
     if family.config.strategy == "upsert":
-        return _upsert(family, rows)
+        return _upsert(family, rows, written)
     return _delete_insert(family, rows, written)
 
 
@@ -150,7 +150,7 @@ def _delete_insert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> 
     )
 
 
-def _upsert(family: MergeFamily, rows: DataFrame) -> TableAction:
+def _upsert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> TableAction:
     key = list(family.config.primary_key)
     deleting = _delete_condition(rows, family.config.hard_delete)
     clauses = [merge_sql.when_matched_delete(deleting)] if deleting else []
@@ -159,8 +159,6 @@ def _upsert(family: MergeFamily, rows: DataFrame) -> TableAction:
         merge_sql.when_not_matched_insert_all(f"NOT ({deleting})" if deleting else None),
     ]
     found = key_bounds.key_range(rows, key)
-    flag = delete_flag(rows, family.config.hard_delete)
-    written = rows if flag is None else rows.where(~flag)
 
     def change(inside: DataFrame) -> tuple[DataFrame, DataFrame]:
         # A matched row is replaced by its update or deleted: either way it is not kept.

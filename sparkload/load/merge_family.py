@@ -188,7 +188,7 @@ def _rewrite_replaced(family: MergeFamily, target: DeltaTable, loaded: DataFrame
     if not range_rewrite.usable(target, predicate, loaded):
         return False
     # The root rows of this load that are there now (a concurrent writer may have removed some).
-    present = root.read().where(key_bounds.KeyRange(new.renamed(ID)).sql()).select(ID)
+    present = root.read().where(new.renamed(ID).sql()).select(ID)
 
     def change(inside: DataFrame) -> tuple[DataFrame, DataFrame]:
         return of_roots(loaded, present), inside.join(gone, on=ROOT_ID, how="left_anti")
