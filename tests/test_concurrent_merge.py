@@ -27,16 +27,18 @@ from pathlib import Path
 from typing import Any
 
 import deltalake
+import engines
 import pytest
 from concurrent_merge_child import tables
 
 import sparkload as sl
 from sparkload.common.system_columns import ID, ROOT_ID
-from sparkload.load import creation
+from sparkload.load import creation, merge_family, range_rewrite
 from sparkload.load.loader import Loader
 
 CHILD = Path(__file__).with_name("concurrent_merge_child.py")
-# Rounds of each kind (fresh table, existing table); a JVM engine runs fewer (noxfile.py).
+# Rounds of each kind (fresh table, existing table). A JVM engine, several times slower,
+# runs only the single-process tests of this file (JVM_MATRIX in noxfile.py).
 ROUNDS = int(os.environ.get("SPARKLOAD_RACE_ROUNDS", "20"))
 WRITERS = {"a": 0, "b": 50}  # writer: its first id (100 ids each)
 # How long one round may take before the test gives up on the writers.
@@ -158,6 +160,60 @@ def test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it(
     ours.load()
 
     assert _current_values(ours) == _ours_after_theirs(strategy)
+
+
+@engines.engine_limit(
+    "spark",
+    "spark-connect",
+    reason="on Delta with Apache Spark nested rows are replaced by a MERGE, whose conflict "
+    "with their commit makes it plan again: there is no rewrite to hold back",
+)
+@pytest.mark.parametrize("cut_short", [False, True], ids=["whole", "resumed"])
+@pytest.mark.parametrize("strategy", ["delete-insert", "upsert"])
+def test_root_rows_replaced_while_our_nested_rows_are_written_take_them_along(
+    make_pipeline: Callable[..., sl.Pipeline], monkeypatch: pytest.MonkeyPatch, strategy: str, cut_short: bool
+) -> None:
+    """Our nested rewrite reads which of our root rows are there; their load of ids 5–14
+    then replaces ids 5–9 in the root and commits its nested table, finding none of our
+    nested rows to remove, before our nested commit lands. Ours must not leave nested rows
+    of the root rows theirs removed, also when it is cut short right after that commit and
+    resumed."""
+    hints = HINTS[strategy]
+    ours, theirs = make_pipeline(dataset_name="shared"), make_pipeline(dataset_name="shared")
+    ours.run(_rows(range(10), "seed", 0), table_name="items", **hints)
+    pending = [lambda: theirs.run(_rows(range(5, 15), "theirs", 2), table_name="items", **hints)]
+    theirs_done: list[bool] = []
+    rewrite, settle = range_rewrite.rewrite, merge_family._drop_rows_of_gone_roots
+
+    def rewrite_after_theirs(table: Any, predicate: str, change: Any, load_id: str) -> None:
+        if table.name != "items__tags" or not pending:
+            return rewrite(table, predicate, change, load_id)
+        # What our rewrite reads of the root, fixed before their load as the engine fixes it
+        # when it plans the write.
+        written, _ = change(table.read().where(predicate))
+        written = written.sparkSession.createDataFrame(written.collect(), written.schema)
+        pending.pop()()
+        theirs_done.append(True)
+        return rewrite(table, predicate, lambda inside: (written, change(inside)[1]), load_id)
+
+    def cut_short_after_our_commit(*args: Any) -> None:
+        if theirs_done:  # ours: theirs settled before returning
+            raise RuntimeError("cut short after the commit")
+        settle(*args)
+
+    monkeypatch.setattr(range_rewrite, "rewrite", rewrite_after_theirs)
+    if cut_short:
+        with monkeypatch.context() as cut:
+            cut.setattr(merge_family, "_drop_rows_of_gone_roots", cut_short_after_our_commit)
+            with pytest.raises(Exception, match="cut short"):
+                ours.run(_rows(range(10), "ours", 1), table_name="items", **hints)
+        ours.load()  # the pending package, resumed
+    else:
+        ours.run(_rows(range(10), "ours", 1), table_name="items", **hints)
+
+    assert not pending, "our nested rows were not written by a range rewrite"
+    expected = {i: f"ours-{i}" for i in range(5)} | {i: f"theirs-{i}" for i in range(5, 15)}
+    assert _current_values(ours) == expected
 
 
 def _current_values(pipeline: sl.Pipeline) -> dict[int, str]:

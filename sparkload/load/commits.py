@@ -1,7 +1,9 @@
 """A table's commit, prepared (and checked) before any table of the load is committed.
 
 A commit that ``follows`` another table's commits runs after them (a nested table after
-its root table, whose rows it reads), and not at all if one of them fails.
+its root table, whose rows it reads), and not at all if one of them fails. Its ``settle``
+runs after it, and again when a resumed load finds the commit made: it makes the table
+agree with what other writers did to the tables it read meanwhile.
 """
 
 from __future__ import annotations
@@ -22,3 +24,4 @@ class TableCommit:
     disposition: str
     action: TableAction
     follows: str | None = None
+    settle: TableAction | None = None

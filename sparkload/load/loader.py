@@ -271,6 +271,9 @@ class Loader:
         table = self.dataset.table(name)
         if not self._already_committed(table, commit.disposition):
             with_commit_retry(lambda: commit.action(table), f"table '{name}'")
+        settle = commit.settle
+        if settle is not None:
+            with_commit_retry(lambda: settle(table), f"table '{name}'")
         loaded = TableLoad(name, commit.rows, table.version(), commit.disposition).to_dict()
         with self._record_lock:
             self.done[name] = loaded

@@ -11,7 +11,8 @@ Nested rows never change on their own: they follow their root row through
 Which root rows are there is read from the root table when a nested table commits, never
 fixed beforehand: a nested table's commit comes after its root's commit of the same load
 (``TableCommit.follows``), so it sees what this load and any concurrent writer left in
-the root, and a commit retried after a conflict reads it again. Nested tables therefore
+the root, a commit retried after a conflict reads it again, and a rewrite looks again
+once it has committed (``_drop_rows_of_gone_roots``). Nested tables therefore
 never hold rows of a root row that is gone, whoever removed it, and a resumed load needs
 nothing of the root's old contents.
 """
@@ -159,10 +160,14 @@ def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableC
 
     count = family.rows.get(name, 0)
     if table.exists():
-        return family.commit(name, count, merge)
-    if loaded is None:
+        commit = family.commit(name, count, merge)
+    elif loaded is None:
         return None
-    return family.create(name, count, rows, merge)
+    else:
+        commit = family.create(name, count, rows, merge)
+    if replace is not None and loaded is not None:
+        commit.settle = functools.partial(_drop_rows_of_gone_roots, family, loaded)
+    return commit
 
 
 def _rewrite_replaced(family: MergeFamily, target: DeltaTable, loaded: DataFrame) -> bool:
@@ -173,7 +178,8 @@ def _rewrite_replaced(family: MergeFamily, target: DeltaTable, loaded: DataFrame
     one, with each row, so both ranges are narrow and the rewrite reads only the files they
     overlap. False, and nothing done, where that does not apply: the root's commit is not
     found by its tag or its files cannot be read, or ``range_rewrite.usable`` says no.
-    Nested rows whose root row another writer removed are that writer's to replace."""
+    Nested rows whose root row another writer removed are that writer's to replace, or,
+    where they land after its commit, this load's (``_drop_rows_of_gone_roots``)."""
     root = family.dataset.table(family.root)
     version = root.committed_by(family.load_id)
     gone = root.ids_removed_by(version) if version else None
@@ -195,3 +201,42 @@ def _rewrite_replaced(family: MergeFamily, target: DeltaTable, loaded: DataFrame
 
     range_rewrite.rewrite(target, predicate, change, family.load_id)
     return True
+
+
+# Passes of _drop_rows_of_gone_roots before it gives up on a root table that keeps changing.
+_SETTLE_PASSES = 10
+
+
+def _drop_rows_of_gone_roots(family: MergeFamily, loaded: DataFrame, target: DeltaTable) -> None:
+    """Drop the nested rows this load added whose root row another writer has removed since
+    the root's commit. A rewrite reads which of the load's root rows are there as it plans;
+    another writer may replace some of them after that read and commit its own nested
+    table before this one, finding none of this load's nested rows to remove, so they land
+    for root rows that are gone. (A MERGE reads the whole nested table, so such a commit
+    makes it conflict and plan again: the check costs a log read there.) Nothing to do
+    while the root's newest commit is this load's; otherwise the load's
+    ``_sparkload_root_id`` range keeps only rows whose root row is there, pass after pass,
+    until a pass sees the root unchanged."""
+    root = family.dataset.table(family.root)
+    seen = root.committed_by(family.load_id)
+    if seen is None or root.version() == seen:
+        return
+    ours = key_bounds.key_range(loaded, [ROOT_ID])
+    if ours is None or not range_rewrite.usable(target, ours.sql(), loaded):
+        return
+    for _ in range(_SETTLE_PASSES):
+        now = root.version()
+        if now == seen:
+            return
+        present = root.read().where(ours.renamed(ID).sql()).select(F.col(ID).alias(ROOT_ID))
+
+        def change(inside: DataFrame, present: DataFrame = present) -> tuple[DataFrame, DataFrame]:
+            return inside.limit(0), inside.join(present, on=ROOT_ID, how="left_semi")
+
+        range_rewrite.rewrite(target, ours.sql(), change, family.load_id)
+        seen = now
+    raise LoadError(
+        f"table '{family.root}' kept changing while the rows of nested table '{target.name}' "
+        "were matched to it; run the load again to finish it",
+        table=target.name,
+    )
