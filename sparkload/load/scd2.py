@@ -137,10 +137,14 @@ def _with_row_hash(family: MergeFamily) -> MergeFamily:
     nested rows re-linked to it."""
     rows = family.root_rows
     data = sorted(c for c in rows.columns if c not in SYSTEM_COLUMNS)
-    hashed = rows.withColumn(_HASH, F.md5(F.to_json(F.struct(*[F.col(quote(c)) for c in data]))))
-    # One row per hash (rows of equal content), the same one on every attempt: the lowest id.
-    first_ids = hashed.groupBy(_HASH).agg(F.min(ID).alias(ID)).select(ID)
-    kept = hashed.join(first_ids, on=ID, how="left_semi")
+    # Hashed once into the package: the change set reads the rows twice (versions to
+    # insert, versions to close) and the nested tables once more, and the hash is most of
+    # what computing it costs.
+    hashed = family.fixed.get(
+        f"hashed/{family.root}",
+        lambda: rows.withColumn(_HASH, F.md5(F.to_json(F.struct(*[F.col(quote(c)) for c in data])))),
+    )
+    kept = _one_row_per_hash(hashed)
     frames = {family.root: kept.withColumn(ID, F.col(_HASH)).drop(_HASH)}
     ids = kept.select(F.col(ID).alias("__sparkload_old_id"), F.col(_HASH).alias("__sparkload_new_id"))
     for name, df in family.frames.items():
@@ -157,6 +161,16 @@ def _with_row_hash(family: MergeFamily) -> MergeFamily:
             .select(*df.columns)
         )
     return dataclasses.replace(family, frames=frames)
+
+
+def _one_row_per_hash(hashed: DataFrame) -> DataFrame:
+    """One row per hash (rows of equal content), the same one on every attempt: the lowest
+    id. Rows of equal content are rare, so a count of distinct hashes decides first
+    whether there is anything to drop."""
+    if hashed.select(_HASH).distinct().count() == hashed.count():
+        return hashed
+    first_ids = hashed.groupBy(_HASH).agg(F.min(ID).alias(ID)).select(ID)
+    return hashed.join(first_ids, on=ID, how="left_semi")
 
 
 def _timestamp(value: object) -> Column:
