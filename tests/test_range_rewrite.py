@@ -9,6 +9,7 @@ string keys, and leave the table right (read back by delta-rs and by Spark).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import shutil
 from collections.abc import Iterator
@@ -156,6 +157,37 @@ def test_a_hard_delete_removes_its_rows_and_rewrites_one_file(pipeline: sl.Pipel
         gone = False if (110 <= i < 120 or 410 <= i < 420) else None
         expected.append({**int_row(i, value), "gone": gone})
     assert_table(pipeline, "items", expected)
+
+
+@engines.engine_limit(
+    "spark",
+    "spark-connect",
+    reason="on Delta with Apache Spark an SCD Type 2 change is a MERGE without a range in its "
+    "ON, which reads every file",
+)
+def test_an_scd2_change_rewrites_only_the_files_of_the_versions_it_closes(pipeline: sl.Pipeline) -> None:
+    """A by-column SCD Type 2 load that changes keys 210–219 closes their versions, held in
+    the third load's file, and inserts its new versions: it reads and rewrites that file
+    only."""
+    scd2 = {"disposition": "merge", "strategy": "scd2", "columns": ["value"]}
+
+    def load(rows: list[dict[str, Any]], day: int) -> None:
+        when = datetime.datetime(2026, 1, day, tzinfo=datetime.UTC)
+        pipeline.run(rows, table_name="items", primary_key="id", write_disposition=scd2, execution_time=when)
+
+    for batch in range(BATCHES):
+        load([int_row(i, "v0") for i in range(batch * WIDTH, (batch + 1) * WIDTH)], 1 + batch)
+    assert file_count(pipeline, "items") == BATCHES
+    closed = root_ids(pipeline, range(210, 220))
+    with only_files_holding(pipeline, "items", "_sparkload_id", closed[0], closed[-1]):
+        load([int_row(i, "v1") for i in range(210, 220)], 10)
+    assert last_commit_actions(pipeline, "items")["remove"] == 1
+    rows = deltalake.DeltaTable(f"{pipeline.dataset_uri}/items").to_pyarrow_table().to_pylist()
+    current = {r["id"]: r["value"] for r in rows if r["_sparkload_valid_to"] is None}
+    assert current == {i: "v1" if 210 <= i < 220 else "v0" for i in range(BATCHES * WIDTH)}
+    ended = {r["id"]: r["_sparkload_valid_to"].day for r in rows if r["_sparkload_valid_to"] is not None}
+    assert ended == dict.fromkeys(range(210, 220), 10)
+    assert pipeline.table("items").count() == BATCHES * WIDTH + 10
 
 
 def root_ids(pipeline: sl.Pipeline, keys: range) -> list[str]:

@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 from sparkload.common.sql import conjunction, quote
 from sparkload.common.system_columns import ID, LOAD_ID, PARENT_ID, ROOT_ID, SYSTEM_COLUMNS
 from sparkload.exceptions import LoadError
-from sparkload.load import dispositions, merge_sql
+from sparkload.load import dispositions, key_bounds, merge_sql, range_rewrite
 from sparkload.load.commits import TableCommit
 from sparkload.load.merge_config import EPOCH, Scd2Config
 from sparkload.load.merge_family import MergeFamily, add_children, of_roots
@@ -80,8 +80,52 @@ def _change_source(family: MergeFamily, root: DeltaTable, scd2: Scd2Config) -> D
 
 
 def _merge_changes(table: DeltaTable, family: MergeFamily, scd2: Scd2Config) -> None:
-    """Merge the changes against ``table`` as it is now."""
-    _merge_into(table, _fixed_changes(family, table, scd2), family, scd2)
+    """Merge the changes against ``table`` as it is now: where the table takes one, a
+    rewrite of the range of ids they touch (``range_rewrite``), else a MERGE."""
+    changes = _fixed_changes(family, table, scd2)
+    new_versions = changes.where(F.col(LOAD_ID).isNotNull())
+    predicate = _ids_touched(new_versions, changes.where(F.col(LOAD_ID).isNull()))
+    if predicate is not None and range_rewrite.usable(table, predicate, new_versions):
+        change = functools.partial(_closed_and_new, changes, new_versions, scd2)
+        range_rewrite.rewrite(table, predicate, change, family.load_id)
+        return
+    _merge_into(table, changes, family, scd2)
+
+
+def _ids_touched(new_versions: DataFrame, markers: DataFrame) -> str | None:
+    """The id ranges of the new versions and of the versions closed, as a predicate (two
+    ranges: new versions draw ids of this load, or hashes, closed ones hold older ids);
+    None when there is no change or a range cannot be written."""
+    ranges = []
+    for part in (new_versions, markers):
+        if part.limit(1).count():
+            found = key_bounds.key_range(part, [ID])
+            if found is None:
+                return None
+            ranges.append(found.sql())
+    return merge_sql.either(*ranges) if ranges else None
+
+
+_CLOSED_AT = "__sparkload_closed_at"
+
+
+def _closed_and_new(
+    changes: DataFrame, new_versions: DataFrame, scd2: Scd2Config, inside: DataFrame
+) -> tuple[DataFrame, DataFrame]:
+    """What ``_merge_into`` makes of the stored rows ``inside`` the range: the new versions
+    written, every row kept, those a closing marker names (by id and valid_from) with the
+    marker's valid_to."""
+    markers = changes.where(F.col(LOAD_ID).isNull()).select(
+        F.col(ID).alias(_T_ID),
+        F.col(quote(scd2.valid_from)).alias(_T_FROM),
+        F.col(quote(scd2.valid_to)).alias(_CLOSED_AT),
+    )
+    named = (F.col(ID) == F.col(_T_ID)) & (F.col(quote(scd2.valid_from)) == F.col(_T_FROM))
+    valid_to = F.when(F.col(_T_ID).isNotNull(), F.col(_CLOSED_AT)).otherwise(F.col(quote(scd2.valid_to)))
+    kept = inside.join(markers, on=named, how="left").select(
+        *[valid_to.alias(c) if c == scd2.valid_to else F.col(quote(c)) for c in inside.columns]
+    )
+    return new_versions, kept
 
 
 def _merge_into(table: DeltaTable, changes: DataFrame, family: MergeFamily, scd2: Scd2Config) -> None:
