@@ -11,8 +11,10 @@ Two flavours share one commit shape — new versions are inserted, superseded ve
   versions follows SQLMesh's rules (1970-01-01 for the first load, the update time or the
   execution time later).
 Nested tables get no validity columns: their rows are inserted with a new root version.
-The change set is computed against the table as it is when the MERGE runs (again after a
-lost race), so a concurrent writer's versions are closed, not left current beside ours.
+The change set is computed against the table as it is when the commit runs (again after a
+lost race), so a concurrent writer's versions are closed, not left current beside ours. On
+Sail the commit rewrites the id ranges of the versions it closes and inserts
+(``range_rewrite``); elsewhere it is a MERGE.
 """
 
 from __future__ import annotations
