@@ -243,3 +243,37 @@ def test_nested_rows_of_replaced_root_rows_are_replaced_reading_only_their_files
     }
     assert lists_by_id(pipeline) == expected
     assert pipeline.table("items__tags").count() == 2 * BATCHES * WIDTH
+
+
+@engines.engine_limit(
+    "spark",
+    "spark-connect",
+    reason="on Delta with Apache Spark, matching the new nested rows to their root rows reads "
+    "every file of the root table: the engine does not prune it by the load's ids",
+)
+def test_new_rows_of_an_insert_only_merge_add_their_nested_rows_reading_no_file(
+    pipeline: sl.Pipeline,
+) -> None:
+    """Insert-only: new keys land beyond every stored key, and their nested rows beyond
+    every stored root id, so neither table's files are read or rewritten (on Sail the
+    nested table's MERGE, which only inserts, is pruned by the load's root ids)."""
+    hints: dict[str, Any] = {
+        "table_name": "items",
+        "primary_key": "id",
+        "write_disposition": {"disposition": "merge", "strategy": "insert-only"},
+    }
+    for batch in range(BATCHES):
+        pipeline.run(
+            [{"id": i, "tags": [f"a{i}"]} for i in range(batch * WIDTH, (batch + 1) * WIDTH)], **hints
+        )
+    assert file_count(pipeline, "items__tags") == BATCHES
+    beyond = "\U0010ffff"  # above every root id: every file is moved away
+    with (
+        only_files_holding(pipeline, "items", "id", 1000, 1009),
+        only_files_holding(pipeline, "items__tags", "_sparkload_root_id", beyond, beyond),
+    ):
+        pipeline.run([{"id": i, "tags": [f"n{i}", f"n{i}b"]} for i in range(1000, 1010)], **hints)
+    assert last_commit_actions(pipeline, "items__tags")["remove"] == 0
+    expected = {i: [f"a{i}"] for i in range(BATCHES * WIDTH)}
+    expected |= {i: [f"n{i}", f"n{i}b"] for i in range(1000, 1010)}
+    assert lists_by_id(pipeline) == expected
