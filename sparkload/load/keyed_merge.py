@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 from sparkload.common.sql import conjunction, qualified, quote
 from sparkload.common.system_columns import ID
 from sparkload.exceptions import DuplicateKeyError
-from sparkload.load import dispositions, key_bounds, merge_sql, range_rewrite, sequence
+from sparkload.load import compaction, dispositions, key_bounds, merge_sql, range_rewrite, sequence
 from sparkload.load.commits import TableAction, TableCommit
 from sparkload.load.merge_family import MergeFamily, add_children, replace_children
 from sparkload.load.schema_check import check_types
@@ -246,7 +246,16 @@ def _tombstones(family: MergeFamily, deletes: DataFrame) -> list[TableCommit]:
         load_id=family.load_id,
     )
     # (A refresh overwrites the table: it keeps no older tombstone.)
-    return [family.create(table.name, count, lambda: rows, merge)]
+    commit = family.create(table.name, count, lambda: rows, merge)
+    commit.settle = functools.partial(_compact_tombstones, load_id=family.load_id)
+    return [commit]
+
+
+def _compact_tombstones(table: DeltaTable, load_id: str) -> None:
+    """Each merge with hard deletes adds a file of tombstones: gather them now and then."""
+    version = table.version()
+    if version is not None and compaction.due(version):
+        compaction.compact(table, "compact:" + load_id)
 
 
 def _duplicate_keys(family: MergeFamily, rows: DataFrame) -> DuplicateKeyError:

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkload.common.time import now
+from sparkload.load import compaction, key_bounds
 from sparkload.load.dataset import Dataset
 
 logger = logging.getLogger(__name__)
@@ -104,8 +105,8 @@ def write_local(working_dir: Path, state: dict[str, Any]) -> None:
 def read_destination(dataset: Dataset, pipeline_name: str, known_version: int = 0) -> dict[str, Any] | None:
     """The newest state the destination holds for the pipeline.
 
-    Every run adds a row (a file) to the state table, so finding the newest among all of
-    them costs more with every run. ``known_version``, a version the caller knows was
+    Every state version adds a row (a file) to the state table until the next compaction
+    gathers them (``write_destination``). ``known_version``, a version the caller knows was
     committed (the local copy's), lets the engine skip by file statistics every file of an
     older version; only when no row is that new (a destination reset) are all read.
     """
@@ -142,6 +143,12 @@ def write_destination(dataset: Dataset, pipeline_name: str, state: dict[str, Any
     )
     df = dataset.spark.createDataFrame([row], _SCHEMA)
     table.write(df, "append", "state:" + load_id)
+    # A file per version: this pipeline's rows are gathered into one now and then (the
+    # lock keeps its other runs out; other pipelines' rows lie outside the predicate).
+    if compaction.due(int(state["_state_version"])):
+        ours = key_bounds.key_range(df, ["pipeline_name"])
+        if ours is not None:
+            compaction.compact(table, "compact:state:" + load_id, ours.sql())
 
 
 def next_version(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
