@@ -168,6 +168,11 @@ def test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it(
     reason="on Delta with Apache Spark nested rows are replaced by a MERGE, whose conflict "
     "with their commit makes it plan again: there is no rewrite to hold back",
 )
+@pytest.mark.xfail(
+    strict=True,
+    reason="nested range rewrites are off (merge_family._REWRITE_NESTED): nested rows are "
+    "replaced by a MERGE",
+)
 @pytest.mark.parametrize("cut_short", [False, True], ids=["whole", "resumed"])
 @pytest.mark.parametrize("strategy", ["delete-insert", "upsert"])
 def test_root_rows_replaced_while_our_nested_rows_are_written_take_them_along(

@@ -145,7 +145,12 @@ def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableC
         return of_roots(loaded, family.root_ids())
 
     def merge(target: DeltaTable) -> None:
-        if replace is not None and loaded is not None and _rewrite_replaced(family, target, loaded):
+        if (
+            _REWRITE_NESTED
+            and replace is not None
+            and loaded is not None
+            and _rewrite_replaced(family, target, loaded)
+        ):
             return
         df = rows() if loaded is not None else target.read().limit(0)
         if replace is None:
@@ -168,6 +173,13 @@ def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableC
     if replace is not None and loaded is not None:
         commit.settle = functools.partial(_drop_rows_of_gone_roots, family, loaded)
     return commit
+
+
+# Nested range rewrites are off: with two writers replacing the same root rows at once, a
+# rewrite has still left nested rows of no root row on Sail (the two-writer race test, even
+# with _drop_rows_of_gone_roots). A MERGE reads the whole nested table, so another
+# writer's commit makes it conflict and plan again: slower, never wrong.
+_REWRITE_NESTED = False
 
 
 def _rewrite_replaced(family: MergeFamily, target: DeltaTable, loaded: DataFrame) -> bool:
