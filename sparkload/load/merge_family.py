@@ -170,7 +170,7 @@ def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableC
         return None
     else:
         commit = family.create(name, count, rows, merge)
-    if replace is not None and loaded is not None:
+    if _REWRITE_NESTED and replace is not None and loaded is not None:  # a MERGE needs no settling
         commit.settle = functools.partial(_drop_rows_of_gone_roots, family, loaded)
     return commit
 
