@@ -26,6 +26,7 @@ from conftest import delta_rows, user_columns
 
 import sparkload as sl
 from sparkload.common.package import PACKAGES_FOLDER
+from sparkload.load.table import LOCKS_FOLDER
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.lock import RunLock
 
@@ -205,8 +206,10 @@ def test_drop_all_removes_every_table_the_state_and_pending_packages(
     assert "pending load packages are discarded" in out
 
     assert loaded.dataset.user_tables() == []
-    # the state table stays, and the (now empty) folder where load packages wait
-    assert sorted(os.listdir(loaded.dataset_uri)) == [PACKAGES_FOLDER, "_sparkload_pipeline_state"]
+    # the state table stays, the (now empty) folder where load packages wait, and the
+    # tables' commit lock files (another writer may hold one: never deleted)
+    kept = [LOCKS_FOLDER, PACKAGES_FOLDER, "_sparkload_pipeline_state"]
+    assert sorted(os.listdir(loaded.dataset_uri)) == kept
     state = destination_state(loaded, tmp_path / "other_machine")
     assert (state["sources"], state["tables"]) == ({}, {})
     assert not loaded.has_pending_data()

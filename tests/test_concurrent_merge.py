@@ -17,12 +17,15 @@ that derives something from the table's old contents.
 from __future__ import annotations
 
 import collections
+import contextlib
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,7 @@ from concurrent_merge_child import tables
 
 import sparkload as sl
 from sparkload.common.system_columns import ID, ROOT_ID
-from sparkload.load import creation, merge_family, range_rewrite
+from sparkload.load import creation, range_rewrite, table_lock
 from sparkload.load.loader import Loader
 
 CHILD = Path(__file__).with_name("concurrent_merge_child.py")
@@ -165,60 +168,74 @@ def test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it(
 @engines.engine_limit(
     "spark",
     "spark-connect",
-    reason="on Delta with Apache Spark nested rows are replaced by a MERGE, whose conflict "
-    "with their commit makes it plan again: there is no rewrite to hold back",
+    reason="on Delta with Apache Spark nested rows are replaced by a MERGE, not by a range rewrite",
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="nested range rewrites are off (merge_family._REWRITE_NESTED): nested rows are "
-    "replaced by a MERGE",
-)
-@pytest.mark.parametrize("cut_short", [False, True], ids=["whole", "resumed"])
 @pytest.mark.parametrize("strategy", ["delete-insert", "upsert"])
 def test_root_rows_replaced_while_our_nested_rows_are_written_take_them_along(
-    make_pipeline: Callable[..., sl.Pipeline], monkeypatch: pytest.MonkeyPatch, strategy: str, cut_short: bool
+    make_pipeline: Callable[..., sl.Pipeline], monkeypatch: pytest.MonkeyPatch, strategy: str
 ) -> None:
     """Our nested rewrite reads which of our root rows are there; their load of ids 5–14
-    then replaces ids 5–9 in the root and commits its nested table, finding none of our
-    nested rows to remove, before our nested commit lands. Ours must not leave nested rows
-    of the root rows theirs removed, also when it is cut short right after that commit and
-    resumed."""
+    then replaces ids 5–9 in the root before our nested commit lands. Their nested commit
+    must wait for ours (the table's commit lock) and then remove the nested rows ours
+    wrote for the root rows theirs removed; one that lands first finds none of ours to
+    remove, and ours then leaves nested rows of no root row."""
     hints = HINTS[strategy]
     ours, theirs = make_pipeline(dataset_name="shared"), make_pipeline(dataset_name="shared")
     ours.run(_rows(range(10), "seed", 0), table_name="items", **hints)
-    pending = [lambda: theirs.run(_rows(range(5, 15), "theirs", 2), table_name="items", **hints)]
-    theirs_done: list[bool] = []
-    rewrite, settle = range_rewrite.rewrite, merge_family._drop_rows_of_gone_roots
+    waiting = _lock_waits(monkeypatch)
+    nested_uri = f"{ours.dataset_uri}/items__tags"
+    theirs_run: list[threading.Thread] = []
+    failures: list[BaseException] = []
+
+    def their_load() -> None:
+        try:
+            theirs.run(_rows(range(5, 15), "theirs", 2), table_name="items", **hints)
+        except BaseException as error:  # reported by the test below
+            failures.append(error)
+
+    rewrite = range_rewrite.rewrite
 
     def rewrite_after_theirs(table: Any, predicate: str, change: Any, load_id: str) -> None:
-        if table.name != "items__tags" or not pending:
+        if table.name != "items__tags" or theirs_run:
             return rewrite(table, predicate, change, load_id)
         # What our rewrite reads of the root, fixed before their load as the engine fixes it
         # when it plans the write.
         written, _ = change(table.read().where(predicate))
         written = written.sparkSession.createDataFrame(written.collect(), written.schema)
-        pending.pop()()
-        theirs_done.append(True)
+        nested_version = deltalake.DeltaTable(nested_uri).version()
+        theirs_run.append(threading.Thread(target=their_load))
+        theirs_run[0].start()
+        # Until their nested commit waits for ours, or (no lock) lands before it.
+        deadline = time.monotonic() + ROUND_LIMIT_S
+        while not waiting.is_set() and deltalake.DeltaTable(nested_uri).version() == nested_version:
+            assert not failures and time.monotonic() < deadline, "their load ended or hung"
+            time.sleep(0.01)
         return rewrite(table, predicate, lambda inside: (written, change(inside)[1]), load_id)
 
-    def cut_short_after_our_commit(*args: Any) -> None:
-        if theirs_done:  # ours: theirs settled before returning
-            raise RuntimeError("cut short after the commit")
-        settle(*args)
-
     monkeypatch.setattr(range_rewrite, "rewrite", rewrite_after_theirs)
-    if cut_short:
-        with monkeypatch.context() as cut:
-            cut.setattr(merge_family, "_drop_rows_of_gone_roots", cut_short_after_our_commit)
-            with pytest.raises(Exception, match="cut short"):
-                ours.run(_rows(range(10), "ours", 1), table_name="items", **hints)
-        ours.load()  # the pending package, resumed
-    else:
-        ours.run(_rows(range(10), "ours", 1), table_name="items", **hints)
+    ours.run(_rows(range(10), "ours", 1), table_name="items", **hints)
+    assert theirs_run, "our nested rows were not written by a range rewrite"
+    theirs_run[0].join(ROUND_LIMIT_S)
+    assert not failures, failures
 
-    assert not pending, "our nested rows were not written by a range rewrite"
     expected = {i: f"ours-{i}" for i in range(5)} | {i: f"theirs-{i}" for i in range(5, 15)}
     assert _current_values(ours) == expected
+
+
+def _lock_waits(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once a commit waits for another writer's (``table_lock``'s log line)."""
+    waiting = threading.Event()
+
+    class Waits(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "waiting for another writer" in record.getMessage():
+                waiting.set()
+
+    logger = logging.getLogger(table_lock.__name__)
+    monkeypatch.setattr(logger, "handlers", [*logger.handlers, Waits(logging.INFO)])
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    monkeypatch.setattr(logger, "disabled", False)
+    return waiting
 
 
 def _current_values(pipeline: sl.Pipeline) -> dict[int, str]:
@@ -257,13 +274,23 @@ CREATE_RACE = {
 }
 
 
+@contextlib.contextmanager
+def _on_another_machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Their load, run inside our commit, as a writer on another machine runs it: without
+    this machine's table locks (ours holds the table's; on one machine theirs would wait
+    for it, and our create would find their table)."""
+    with monkeypatch.context() as elsewhere:
+        elsewhere.setattr(table_lock, "held", lambda table: contextlib.nullcontext())
+        yield
+
+
 @pytest.mark.parametrize("strategy", list(CREATE_RACE))
 def test_a_create_that_lands_after_another_writers_is_withdrawn_and_merged(
     make_pipeline: Callable[..., sl.Pipeline], monkeypatch: pytest.MonkeyPatch, strategy: str
 ) -> None:
-    """Both writers find the table missing; theirs creates it between our finding it
-    missing and our create, which then lands after theirs (what Sail does with two creates
-    at once; Delta on Apache Spark appends to the table it now finds)."""
+    """Both writers, on two machines, find the table missing; theirs creates it between
+    our finding it missing and our create, which then lands after theirs (what Sail does
+    with two creates at once; Delta on Apache Spark appends to the table it now finds)."""
     hints = CREATE_RACE[strategy]
     ours, theirs = make_pipeline(dataset_name="shared"), make_pipeline(dataset_name="shared")
     ours.extract(_rows(range(10), "ours", 1), table_name="items", **hints)
@@ -273,7 +300,8 @@ def test_a_create_that_lands_after_another_writers_is_withdrawn_and_merged(
 
     def append_after_theirs(table: Any, df: Any, load_id: str) -> None:
         while pending:
-            pending.pop()()
+            with _on_another_machine(monkeypatch):
+                pending.pop()()
         append(table, df, load_id)
 
     monkeypatch.setattr(creation.dispositions, "append", append_after_theirs)
@@ -295,7 +323,8 @@ def test_a_load_cut_short_after_losing_the_create_race_is_finished_by_the_next(
 
     def append_after_theirs(table: Any, df: Any, load_id: str) -> None:
         while pending:
-            pending.pop()()
+            with _on_another_machine(monkeypatch):
+                pending.pop()()
         append(table, df, load_id)
 
     def cut_short(table: Any, load_id: str) -> None:

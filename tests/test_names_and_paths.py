@@ -16,6 +16,7 @@ from conftest import spark_rows, user_columns
 
 import sparkload as sl
 from sparkload.common.package import PACKAGES_FOLDER
+from sparkload.load.table import LOCKS_FOLDER
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -121,7 +122,12 @@ def test_a_destination_folder_with_any_character_loads_merges_and_reads_back(
     expected = [{"id": 1, "v": "b"}, {"id": 2, "v": "c"}]
     assert user_columns(spark_rows(first, "t", order_by="id")) == expected
     # Everything sits in the folder the user named, nothing in an encoded twin of it.
-    assert sorted(os.listdir(tmp_path / folder / "ds")) == [PACKAGES_FOLDER, "_sparkload_pipeline_state", "t"]
+    assert sorted(os.listdir(tmp_path / folder / "ds")) == [
+        LOCKS_FOLDER,
+        PACKAGES_FOLDER,
+        "_sparkload_pipeline_state",
+        "t",
+    ]
     assert sorted(os.listdir(tmp_path)) == sorted([folder, "pipelines"])
     if not DELTA_RS_MISREADS.search(folder):
         table = deltalake.DeltaTable(str(tmp_path / folder / "ds" / "t"))

@@ -2,8 +2,9 @@
 
 A commit that ``follows`` another table's commits runs after them (a nested table after
 its root table, whose rows it reads), and not at all if one of them fails. Its ``settle``
-runs after it, and again when a resumed load finds the commit made: it makes the table
-agree with what other writers did to the tables it read meanwhile.
+runs after it, and again when a resumed load finds the commit made: housekeeping of the
+table that belongs with the commit but is not part of it (gathering a tombstone table's
+files, ``keyed_merge``).
 """
 
 from __future__ import annotations

@@ -30,9 +30,10 @@ from sparkload.load import (
     merge_sql,
     scd2,
     sequence,
+    table_lock,
     time_range,
 )
-from sparkload.load.commits import TableCommit
+from sparkload.load.commits import TableAction, TableCommit
 from sparkload.load.dataset import Dataset
 from sparkload.load.fixed_frames import FixedFrames
 from sparkload.load.merge_config import merge_config
@@ -270,10 +271,10 @@ class Loader:
             return
         table = self.dataset.table(name)
         if not self._already_committed(table, commit.disposition):
-            with_commit_retry(lambda: commit.action(table), f"table '{name}'")
+            with_commit_retry(lambda: _locked(commit.action, table), f"table '{name}'")
         settle = commit.settle
         if settle is not None:
-            with_commit_retry(lambda: settle(table), f"table '{name}'")
+            with_commit_retry(lambda: _locked(settle, table), f"table '{name}'")
         loaded = TableLoad(name, commit.rows, table.version(), commit.disposition).to_dict()
         with self._record_lock:
             self.done[name] = loaded
@@ -292,3 +293,10 @@ class Loader:
             # MERGE commits carry no userMetadata on every engine; the rows they insert do.
             return bool(table.read().where(F.col(LOAD_ID) == F.lit(self.load_id)).limit(1).count())
         return False
+
+
+def _locked(action: TableAction, table: DeltaTable) -> None:
+    """One attempt of a commit, its reads and its write, holding the table's lock
+    (``table_lock``: the engine would not see another writer's commit landing between)."""
+    with table_lock.held(table):
+        action(table)

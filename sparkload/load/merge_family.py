@@ -145,12 +145,7 @@ def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableC
         return of_roots(loaded, family.root_ids())
 
     def merge(target: DeltaTable) -> None:
-        if (
-            _REWRITE_NESTED
-            and replace is not None
-            and loaded is not None
-            and _rewrite_replaced(family, target, loaded)
-        ):
+        if replace is not None and loaded is not None and _rewrite_replaced(family, target, loaded):
             return
         df = rows() if loaded is not None else target.read().limit(0)
         if replace is None:
@@ -170,16 +165,7 @@ def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableC
         return None
     else:
         commit = family.create(name, count, rows, merge)
-    if _REWRITE_NESTED and replace is not None and loaded is not None:  # a MERGE needs no settling
-        commit.settle = functools.partial(_drop_rows_of_gone_roots, family, loaded)
     return commit
-
-
-# Nested range rewrites are off: with two writers replacing the same root rows at once, a
-# rewrite has still left nested rows of no root row on Sail (the two-writer race test, even
-# with _drop_rows_of_gone_roots). A MERGE reads the whole nested table, so another
-# writer's commit makes it conflict and plan again: slower, never wrong.
-_REWRITE_NESTED = False
 
 
 def _rewrite_replaced(family: MergeFamily, target: DeltaTable, loaded: DataFrame) -> bool:
@@ -190,8 +176,9 @@ def _rewrite_replaced(family: MergeFamily, target: DeltaTable, loaded: DataFrame
     one, with each row, so both ranges are narrow and the rewrite reads only the files they
     overlap. False, and nothing done, where that does not apply: the root's commit is not
     found by its tag or its files cannot be read, or ``range_rewrite.usable`` says no.
-    Nested rows whose root row another writer removed are that writer's to replace, or,
-    where they land after its commit, this load's (``_drop_rows_of_gone_roots``)."""
+    Nested rows of root rows another writer removes after the read of those that are
+    there are that writer's to replace: its nested commit waits for this one, holding the
+    table's lock (``table_lock``), and then reads them."""
     root = family.dataset.table(family.root)
     version = root.committed_by(family.load_id)
     gone = root.ids_removed_by(version) if version else None
@@ -213,42 +200,3 @@ def _rewrite_replaced(family: MergeFamily, target: DeltaTable, loaded: DataFrame
 
     range_rewrite.rewrite(target, predicate, change, family.load_id)
     return True
-
-
-# Passes of _drop_rows_of_gone_roots before it gives up on a root table that keeps changing.
-_SETTLE_PASSES = 10
-
-
-def _drop_rows_of_gone_roots(family: MergeFamily, loaded: DataFrame, target: DeltaTable) -> None:
-    """Drop the nested rows this load added whose root row another writer has removed since
-    the root's commit. A rewrite reads which of the load's root rows are there as it plans;
-    another writer may replace some of them after that read and commit its own nested
-    table before this one, finding none of this load's nested rows to remove, so they land
-    for root rows that are gone. (A MERGE reads the whole nested table, so such a commit
-    makes it conflict and plan again: the check costs a log read there.) Nothing to do
-    while the root's newest commit is this load's; otherwise the load's
-    ``_sparkload_root_id`` range keeps only rows whose root row is there, pass after pass,
-    until a pass sees the root unchanged."""
-    root = family.dataset.table(family.root)
-    seen = root.committed_by(family.load_id)
-    if seen is None or root.version() == seen:
-        return
-    ours = key_bounds.key_range(loaded, [ROOT_ID])
-    if ours is None or not range_rewrite.usable(target, ours.sql(), loaded):
-        return
-    for _ in range(_SETTLE_PASSES):
-        now = root.version()
-        if now == seen:
-            return
-        present = root.read().where(ours.renamed(ID).sql()).select(F.col(ID).alias(ROOT_ID))
-
-        def change(inside: DataFrame, present: DataFrame = present) -> tuple[DataFrame, DataFrame]:
-            return inside.limit(0), inside.join(present, on=ROOT_ID, how="left_semi")
-
-        range_rewrite.rewrite(target, ours.sql(), change, family.load_id)
-        seen = now
-    raise LoadError(
-        f"table '{family.root}' kept changing while the rows of nested table '{target.name}' "
-        "were matched to it; run the load again to finish it",
-        table=target.name,
-    )

@@ -12,9 +12,10 @@ data column scans them all), so there the merge stays a MERGE: ``usable`` decide
 The rows kept are read from the table inside the write itself: the engine takes the
 versions it reads and replaces when it plans the write, and a concurrent commit that
 changes files inside the range after that makes this commit fail as a conflict (retried
-from scratch, see ``retry``), as a MERGE's would. (Sail resolves the two versions one
-after the other while planning; a commit landing in between, a window of a log read,
-would be overwritten. Race tests with writers hammering one range have not hit it.)
+from scratch, see ``retry``), as a MERGE's would. Sail resolves the two versions one after
+the other while planning, and a commit landing in between would be overwritten without a
+conflict: the loader holds the table's lock (``table_lock``) from the read to the commit,
+so a rewrite is used only for tables that have one.
 """
 
 from __future__ import annotations
@@ -36,9 +37,12 @@ def usable(table: DeltaTable, predicate: str | None, rows: DataFrame) -> bool:
     known, the engine's MERGE would read every file (where it skips files by the range in
     its ``ON``, the MERGE is as cheap: Delta on Apache Spark, whose ``replaceWhere`` on a
     data column reads every file instead), the table takes a ``replaceWhere`` overwrite (see
-    ``DeltaTable.replace_where``) and the rows bring no new column (Sail 0.7.2 refuses
+    ``DeltaTable.replace_where``) and has a commit lock (``table_lock``), and the rows bring
+    no new column (Sail 0.7.2 refuses
     schema evolution in an overwrite that keeps rows: the MERGE adds it)."""
     if predicate is None or not table.replace_where or merge_skips_files(table.spark):
+        return False
+    if table.lock_path() is None:  # no lock to hold from the read to the commit (table_lock)
         return False
     destination = table.schema()
     return destination is not None and set(rows.columns) <= set(destination.fieldNames())

@@ -15,11 +15,15 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
+from sparkload.common import file_lock
+from sparkload.common.folder import filesystem
 from sparkload.common.sql import delta_path, quote
 from sparkload.common.system_columns import ID
 from sparkload.engine.capabilities import commit_history
@@ -33,6 +37,8 @@ from sparkload.load import delta_log
 TARGET_FILE_SIZE = 4 * 1024 * 1024
 # How many of a table's newest commits are searched for a load's tag.
 NEWEST_COMMITS = 20
+# The folder beside a dataset's tables holding their commit locks (``table_lock``).
+LOCKS_FOLDER = "_sparkload_locks"
 
 
 class DeltaTable:
@@ -103,6 +109,11 @@ class DeltaTable:
         where the table's log is not at hand."""
         return None
 
+    def lock_path(self) -> Path | None:
+        """The file whose lock ``table_lock`` takes around this table's commits; None where
+        there is none to take (a table not in a local folder)."""
+        return None
+
     def write(self, df: DataFrame, mode: str, load_id: str, **options: str) -> None:
         """One commit of ``df`` (``mode`` append or overwrite), tagged with ``load_id``."""
         # Files of bounded size hold narrow key ranges when rows arrive in key order, so a
@@ -151,6 +162,13 @@ class PathTable(DeltaTable):
 
     def read(self) -> DataFrame:
         return self.spark.read.format("delta").load(self.uri)
+
+    def lock_path(self) -> Path | None:
+        # Beside the tables, where no reader looks for one (a folder of no Delta log).
+        fs, path = filesystem(self.uri)
+        if not file_lock.SUPPORTED or not isinstance(fs, pafs.LocalFileSystem):
+            return None
+        return Path(path).parent / LOCKS_FOLDER / f"{self.name}.lock"
 
     def _save(self, writer: Any, df: DataFrame) -> None:
         writer.save(self.uri)

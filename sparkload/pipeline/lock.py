@@ -16,12 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from sparkload.common import file_lock
 from sparkload.exceptions import OvertakenPackageError, PipelineLockedError
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory file locks; runs are not guarded there
-    fcntl = None  # type: ignore[assignment]
 
 
 def check_not_overtaken(pipeline_name: str, load_id: str, base_version: int, committed_version: int) -> None:
@@ -59,14 +55,10 @@ class RunLock:
     def _enter(self, thread: int) -> None:
         if self._owner not in (None, thread):
             raise PipelineLockedError(self.pipeline_name, str(self.path))
-        if self._depth == 0 and fcntl is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(self.path, "a+")  # noqa: SIM115 - kept open while the lock is held
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                raise PipelineLockedError(self.pipeline_name, str(self.path)) from None
+        if self._depth == 0 and file_lock.SUPPORTED:  # Windows: runs are not guarded there
+            handle = file_lock.acquire(self.path, wait=False)
+            if handle is None:
+                raise PipelineLockedError(self.pipeline_name, str(self.path))
             self._handle = handle
         self._owner = thread
         self._depth += 1
@@ -76,7 +68,6 @@ class RunLock:
         if self._depth > 0:
             return
         self._owner = None
-        if self._handle is not None and fcntl is not None:
-            fcntl.flock(self._handle, fcntl.LOCK_UN)
-            self._handle.close()
+        if self._handle is not None:
+            file_lock.release(self._handle)
             self._handle = None
