@@ -30,7 +30,7 @@ from sparkload.common.system_columns import ID
 from sparkload.exceptions import DuplicateKeyError
 from sparkload.load import compaction, dispositions, key_bounds, merge_sql, range_rewrite, sequence
 from sparkload.load.commits import TableAction, TableCommit
-from sparkload.load.merge_family import MergeFamily, add_children, replace_children
+from sparkload.load.merge_family import MergeFamily, add_children, of_roots, replace_children
 from sparkload.load.schema_check import check_types
 from sparkload.load.table import DeltaTable
 
@@ -105,6 +105,20 @@ def delete_flag(df: DataFrame, column: str | None) -> Column | None:
     if isinstance(df.schema[column].dataType, T.BooleanType):
         return F.coalesce(value, F.lit(False))
     return value.isNotNull()
+
+
+def without_deleted_rows(
+    root: str, frames: dict[str, DataFrame], hard_delete: str | None
+) -> dict[str, DataFrame]:
+    """The load of a merge without keys, which appends (as dlt does): rows flagged by the
+    ``hard_delete`` column have no key to delete and are not written, nor are their nested
+    rows (dlt leaves them out too)."""
+    flag = delete_flag(frames[root], hard_delete) if root in frames else None
+    if flag is None:
+        return frames
+    kept = frames[root].where(~flag)
+    ids = kept.select(ID)
+    return {name: kept if name == root else of_roots(df, ids) for name, df in frames.items()}
 
 
 def _delete_condition(df: DataFrame, column: str | None) -> str | None:

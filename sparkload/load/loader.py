@@ -159,8 +159,9 @@ class Loader:
     ) -> list[TableCommit]:
         declared = disposition = hints.disposition
         strategy = hints.strategy
-        keyless = not (hints.primary_key or hints.merge_key)
-        if disposition == "merge" and strategy == "delete-insert" and keyless:
+        keyless_merge = disposition == "merge" and strategy == "delete-insert"
+        keyless_merge = keyless_merge and not (hints.primary_key or hints.merge_key)
+        if keyless_merge:
             declared = disposition = "append"  # dlt: merge without keys falls back to append
         refresh = hints.refresh
         if refresh and disposition == "append":
@@ -179,6 +180,9 @@ class Loader:
                 return []
             return [TableCommit(name, 0, declared, truncate) for name in [root, *existing_children]]
         frames = {t.name: self._typed(t) for t in family}
+        if keyless_merge:
+            hard_delete = merge_config(root, hints, self.execution_time).hard_delete
+            frames = keyed_merge.without_deleted_rows(root, frames, hard_delete)
         rows = {t.name: t.rows for t in family}
         if disposition == "merge":
             commits = self._prepare_merge(root, family, frames, hints, existing_children, refresh)

@@ -154,11 +154,13 @@ class Incremental(Generic[TCursor]):
 
     # -- what the resource function sees ---------------------------------------------------------
     def can_close(self) -> bool:
-        """True once the cursor left the range in the direction rows arrive (``row_order``)."""
+        """True once the cursor left the range in the direction rows arrive (``row_order``,
+        which is relative to ``last_value_func``, as in dlt: "asc" rows move towards the end
+        of the range, "desc" rows towards its start; with ``min`` the start lies above the
+        initial value)."""
         if self.row_order is None:
             return False
-        ascending = (self.row_order == "asc") == (self.last_value_func is not min)
-        return self.end_out_of_range if ascending else self.start_out_of_range
+        return self.end_out_of_range if self.row_order == "asc" else self.start_out_of_range
 
     # -- binding -----------------------------------------------------------------------------------
     def merged_with(self, declared: Incremental[Any]) -> Incremental[Any]:

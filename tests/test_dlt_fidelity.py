@@ -1,0 +1,98 @@
+"""Behaviours dlt's own tests check, run here on the same inputs.
+
+The expected values were produced by running the same resources through dlt 1.31 (in the
+benchmarks' dlt virtualenv); each test says which input it mirrors.
+"""
+
+# Incrementals are declared as call defaults: that is dlt's API.
+# ruff: noqa: B008
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from conftest import delta_rows
+
+import sparkload as sl
+
+DOWN = list(range(11, 0, -1))  # cursor values 11, 10, …, 1
+UP = list(range(1, 12))  # 1, 2, …, 11
+
+# (last_value_func, row_order, rows) -> the cursor values dlt 1.31 yields with initial_value=5.
+# row_order is relative to last_value_func: "asc" stops at the end of the range, "desc" at its
+# start, where for min the start lies above the initial value.
+ROW_ORDER_CASES: list[tuple[Callable[..., Any], str | None, list[int], list[int]]] = [
+    (max, "asc", DOWN, [11, 10, 9, 8, 7, 6, 5]),
+    (max, "asc", UP, [5, 6, 7, 8, 9, 10, 11]),
+    (max, "desc", DOWN, [11, 10, 9, 8, 7, 6, 5]),
+    (max, "desc", UP, []),
+    (max, None, DOWN, [11, 10, 9, 8, 7, 6, 5]),
+    (max, None, UP, [5, 6, 7, 8, 9, 10, 11]),
+    (min, "asc", DOWN, [5, 4, 3, 2, 1]),
+    (min, "asc", UP, [1, 2, 3, 4, 5]),
+    (min, "desc", DOWN, []),
+    (min, "desc", UP, [1, 2, 3, 4, 5]),
+    (min, None, DOWN, [5, 4, 3, 2, 1]),
+    (min, None, UP, [1, 2, 3, 4, 5]),
+]
+
+
+@pytest.mark.parametrize(
+    ("func", "row_order", "values", "expected"),
+    ROW_ORDER_CASES,
+    ids=[
+        f"{func.__name__}-{order}-{'down' if values == DOWN else 'up'}"
+        for func, order, values, _ in ROW_ORDER_CASES
+    ],
+)
+def test_row_order_is_relative_to_last_value_func(
+    pipeline: sl.Pipeline,
+    func: Callable[..., Any],
+    row_order: str | None,
+    values: list[int],
+    expected: list[int],
+) -> None:
+    @sl.resource(name="r")
+    def r(
+        u: Any = sl.sources.incremental("u", initial_value=5, last_value_func=func, row_order=row_order),
+    ) -> Iterator[dict[str, int]]:
+        for value in values:
+            yield {"u": value}
+
+    pipeline.run(r())
+
+    loaded = sorted(row["u"] for row in delta_rows(pipeline, "r")) if expected else []
+    assert loaded == sorted(expected)
+    if not expected:
+        assert "r" not in pipeline.dataset.user_tables()
+
+
+def test_a_merge_without_keys_appends_and_leaves_out_rows_flagged_as_deleted(pipeline: sl.Pipeline) -> None:
+    """A hard_delete column on a merge without a primary or merge key: dlt appends, and
+    rows flagged as deleted (with their nested rows) are not written."""
+
+    @sl.resource(
+        name="t",
+        write_disposition="merge",
+        columns={"deleted": {"hard_delete": True, "data_type": "bool"}},
+    )
+    def t(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        yield from rows
+
+    pipeline.run(t([{"id": 1, "deleted": False, "tags": ["a"]}]))
+    pipeline.run(t([{"id": 1, "deleted": True, "tags": ["b"]}]))
+    pipeline.run(
+        t(
+            [
+                {"id": 2, "deleted": None, "tags": ["c"]},
+                {"id": 3, "deleted": True, "tags": ["d"]},
+                {"id": 4, "deleted": False, "tags": ["e"]},
+            ]
+        )
+    )
+
+    rows = sorted((row["id"], row["deleted"]) for row in delta_rows(pipeline, "t"))
+    assert rows == [(1, False), (2, None), (4, False)]
+    assert sorted(row["value"] for row in delta_rows(pipeline, "t__tags")) == ["a", "c", "e"]
