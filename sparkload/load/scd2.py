@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkload.common.sql import conjunction, quote
-from sparkload.common.system_columns import ID, LOAD_ID, PARENT_ID, ROOT_ID, SYSTEM_COLUMNS
+from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID, SYSTEM_COLUMNS
 from sparkload.exceptions import LoadError
 from sparkload.load import dispositions, key_bounds, merge_sql, range_rewrite
 from sparkload.load.commits import TableCommit
@@ -37,6 +37,7 @@ from sparkload.load.merge_family import MergeFamily, add_children, of_roots
 from sparkload.load.table import DeltaTable
 
 _HASH = "__sparkload_row_hash"
+_NESTED = "__sparkload_nested_content"
 _T_ID, _T_FROM = "__sparkload_target_id", "__sparkload_target_from"
 
 
@@ -183,13 +184,23 @@ def _with_row_hash(family: MergeFamily) -> MergeFamily:
     nested rows re-linked to it."""
     rows = family.root_rows
     data = sorted(c for c in rows.columns if c not in SYSTEM_COLUMNS)
+    row_json = F.to_json(F.struct(*[F.col(quote(c)) for c in data]))
+
+    def hashed_rows() -> DataFrame:
+        nested = _nested_digests(family)
+        if nested is None:
+            return rows.withColumn(_HASH, F.md5(row_json))
+        # A row without nested rows keeps the hash of its columns alone.
+        with_nested = rows.join(nested, on=ID, how="left")
+        content = F.when(F.col(_NESTED).isNull(), row_json).otherwise(
+            F.concat(row_json, F.lit("\n"), F.col(_NESTED))
+        )
+        return with_nested.withColumn(_HASH, F.md5(content)).drop(_NESTED)
+
     # Hashed once into the package: the change set reads the rows twice (versions to
     # insert, versions to close) and the nested tables once more, and the hash is most of
     # what computing it costs.
-    hashed = family.fixed.get(
-        f"hashed/{family.root}",
-        lambda: rows.withColumn(_HASH, F.md5(F.to_json(F.struct(*[F.col(quote(c)) for c in data])))),
-    )
+    hashed = family.fixed.get(f"hashed/{family.root}", hashed_rows)
     kept = _one_row_per_hash(hashed)
     frames = {family.root: kept.withColumn(ID, F.col(_HASH)).drop(_HASH)}
     ids = kept.select(F.col(ID).alias("__sparkload_old_id"), F.col(_HASH).alias("__sparkload_new_id"))
@@ -207,6 +218,31 @@ def _with_row_hash(family: MergeFamily) -> MergeFamily:
             .select(*df.columns)
         )
     return dataclasses.replace(family, frames=frames)
+
+
+def _nested_digests(family: MergeFamily) -> DataFrame | None:
+    """Per root row (``_sparkload_id``), the content of its nested rows as one string: each
+    nested table's rows (data columns and list position) as JSON, sorted, after the table's
+    name. The row hash covers them, as dlt's does, so a change in nested data alone makes
+    a new version. None when the load has no nested rows."""
+    per_table = []
+    for name in sorted(family.frames):
+        if name == family.root:
+            continue
+        df = family.frames[name]
+        data = sorted(c for c in df.columns if c not in SYSTEM_COLUMNS)
+        row = F.to_json(F.struct(*[F.col(quote(c)) for c in [LIST_IDX, *data]]))
+        per_table.append(
+            df.groupBy(F.col(ROOT_ID).alias(ID)).agg(
+                F.concat(F.lit(name + ":"), F.array_join(F.sort_array(F.collect_list(row)), ",")).alias(
+                    _NESTED
+                )
+            )
+        )
+    if not per_table:
+        return None
+    every = functools.reduce(DataFrame.unionByName, per_table)
+    return every.groupBy(ID).agg(F.array_join(F.sort_array(F.collect_list(_NESTED)), "\n").alias(_NESTED))
 
 
 def _one_row_per_hash(hashed: DataFrame) -> DataFrame:
