@@ -52,9 +52,25 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
     merge = functools.partial(_merge_changes, family=family, scd2=scd2)
     if not root.exists():
         inserts, _ = _changes(family, root, scd2)
-        return [family.create(family.root, inserts.count(), lambda: inserts, merge), *add_children(family)]
+        commit = family.create(family.root, inserts.count(), lambda: inserts, merge)
+        return [commit, *add_children(_nested_rows_counted(family, inserts))]
     new_versions = _fixed_changes(family, root, scd2).where(F.col(LOAD_ID).isNotNull())
-    return [family.commit(family.root, new_versions.count(), merge), *add_children(family)]
+    commit = family.commit(family.root, new_versions.count(), merge)
+    return [commit, *add_children(_nested_rows_counted(family, new_versions))]
+
+
+def _nested_rows_counted(family: MergeFamily, new_versions: DataFrame) -> MergeFamily:
+    """``family`` with each nested table's row count the number of nested rows of the new
+    versions, the only ones written (a version that did not change keeps its nested rows),
+    as the root's count is the number of new versions."""
+    if len(family.frames) == 1:
+        return family
+    ids = new_versions.select(ID)
+    rows = dict(family.rows)
+    for name, df in family.frames.items():
+        if name != family.root:
+            rows[name] = of_roots(df, ids).count()
+    return dataclasses.replace(family, rows=rows)
 
 
 def _fixed_changes(family: MergeFamily, root: DeltaTable, scd2: Scd2Config) -> DataFrame:
