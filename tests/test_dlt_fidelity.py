@@ -177,3 +177,31 @@ def test_scd2_row_counts_are_the_rows_written_root_and_nested_alike(pipeline: sl
     assert first.row_counts == {"t": 2, "t__c": 3}
     assert second.row_counts == {"t": 1, "t__c": 2}
     assert len(delta_rows(pipeline, "t__c")) == 5
+
+
+def test_an_incremental_defaulted_to_secrets_value_is_resolved_from_config(
+    pipeline: sl.Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dlt's tests declare cursors as ``incremental[...] = secrets.value`` and give the
+    cursor path and initial value in the environment: the incremental is made from them,
+    with plain values (a secret marker on the cursor path or the initial value broke the
+    state and the comparisons)."""
+    monkeypatch.setenv("SOURCES__SOME_DATA__CREATED_AT__CURSOR_PATH", "created_at")
+    monkeypatch.setenv("SOURCES__SOME_DATA__CREATED_AT__INITIAL_VALUE", "2022-02-03T00:00:00Z")
+    seen: list[tuple[Any, Any]] = []
+
+    @sl.resource
+    def some_data(
+        created_at: sl.sources.incremental[str] = sl.secrets.value,
+    ) -> Iterator[dict[str, str]]:
+        seen.append((created_at.cursor_path, created_at.initial_value))
+        yield from [{"created_at": f"2022-02-0{i}T00:00:00Z"} for i in range(1, 6)]
+
+    first = pipeline.run(some_data())
+    second = pipeline.run(some_data())
+
+    # as dlt 1.31: 3 rows, then none
+    assert first.row_counts == {"some_data": 3}
+    assert second.row_counts == {}
+    assert seen == [("created_at", "2022-02-03T00:00:00Z")] * 2
+    assert all(type(value) is str for pair in seen for value in pair)

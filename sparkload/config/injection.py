@@ -10,7 +10,7 @@ from typing import Any
 from sparkload.config.accessors import is_sentinel, secrets
 from sparkload.config.providers import MISSING, ConfigProvider, load_providers
 from sparkload.config.resolve import Lookup, lookup_keys, missing_error, resolve
-from sparkload.config.secret import TSecretValue
+from sparkload.config.secret import TSecretValue, unwrap_secret
 
 
 class ConfigBoundArguments(inspect.BoundArguments):
@@ -85,7 +85,10 @@ def _resolve_fields(lookup: Lookup, providers: list[ConfigProvider]) -> Any:
         paths = [(*path, field) for path in lookup.paths]
         value = resolve(Lookup(f"{lookup.label}.{field}", paths, lookup.secret), providers)
         if value is not MISSING:
-            found[field] = value
+            # Plain values: a cursor path is a dict key and an initial value is compared
+            # with the data, which a secret marker breaks. (dlt's tests default incrementals
+            # to secrets.value only to have them resolved; their fields are no secrets.)
+            found[field] = unwrap_secret(value)
     return found or MISSING
 
 

@@ -42,6 +42,19 @@ def wrap_secret(value: Any) -> Any:
     return value
 
 
+def unwrap_secret(value: Any) -> Any:
+    """``value`` with every secret string a plain ``str`` again (``wrap_secret`` undone)."""
+    if isinstance(value, TSecretValue):
+        return str.__str__(value)
+    if type(value) is dict:
+        return {key: unwrap_secret(item) for key, item in value.items()}
+    if type(value) is list:
+        return [unwrap_secret(item) for item in value]
+    if type(value) is tuple:
+        return tuple(unwrap_secret(item) for item in value)
+    return value
+
+
 def redact(values: Mapping[str, Any] | inspect.BoundArguments) -> dict[str, Any]:
     """Return a copy of ``values`` with secrets replaced by ``'***'``, for logging.
 
