@@ -53,7 +53,8 @@ def loaded(pipeline: sl.Pipeline) -> sl.Pipeline:
 
 # -- items that are not dicts -----------------------------------------------------------------
 
-NON_DICTS = [pytest.param(5, id="int"), pytest.param("text", id="str"), pytest.param({1, 2}, id="set")]
+# (an int or a string is a row {"value": ...}, as in dlt: tests/test_dlt_fidelity.py)
+NON_DICTS = [pytest.param({1, 2}, id="set"), pytest.param(object(), id="object")]
 
 
 @pytest.mark.parametrize("bad", NON_DICTS)

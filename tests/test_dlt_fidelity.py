@@ -205,3 +205,69 @@ def test_an_incremental_defaulted_to_secrets_value_is_resolved_from_config(
     assert second.row_counts == {}
     assert seen == [("created_at", "2022-02-03T00:00:00Z")] * 2
     assert all(type(value) is str for pair in seen for value in pair)
+
+
+def _user_rows(pipeline: sl.Pipeline, table: str) -> list[dict[str, Any]]:
+    rows = delta_rows(pipeline, table)
+    return [{k: v for k, v in row.items() if not k.startswith("_sparkload")} for row in rows]
+
+
+def test_values_that_are_not_dicts_load_as_a_value_column(pipeline: sl.Pipeline) -> None:
+    """dlt loads ``yield 1`` as a row {"value": 1}; a list yields its items, and a list
+    among them makes a nested table; a string beside numbers goes to the variant column."""
+
+    @sl.resource(name="a")
+    def a() -> Iterator[Any]:
+        yield 1
+        yield [2, 3]
+        yield "x"
+
+    @sl.resource(name="b")
+    def b() -> Iterator[Any]:
+        yield [[1, 2], [3]]
+
+    @sl.resource(name="c")
+    def c() -> Iterator[Any]:
+        yield {"id": 1}
+        yield 5
+
+    for resource in (a, b, c):
+        pipeline.run(resource())
+
+    def by_value(row: dict[str, Any]) -> str:
+        return repr(sorted(row.items()))
+
+    # as dlt 1.31 (on duckdb) stores them
+    assert sorted(_user_rows(pipeline, "a"), key=by_value) == sorted(
+        [
+            {"value": 1, "value__v_text": None},
+            {"value": 2, "value__v_text": None},
+            {"value": 3, "value__v_text": None},
+            {"value": None, "value__v_text": "x"},
+        ],
+        key=by_value,
+    )
+    assert _user_rows(pipeline, "b") == [{}, {}]
+    assert sorted(row["value"] for row in _user_rows(pipeline, "b__value")) == [1, 2, 3]
+    assert sorted(_user_rows(pipeline, "c"), key=by_value) == sorted(
+        [{"id": 1, "value": None}, {"id": None, "value": 5}], key=by_value
+    )
+
+
+def test_numpy_and_uuid_values_load_as_a_value_column(pipeline: sl.Pipeline) -> None:
+    import uuid
+
+    import numpy as np
+
+    key = uuid.UUID("12345678-1234-5678-1234-567812345678")
+
+    @sl.resource(name="v")
+    def v() -> Iterator[Any]:
+        yield np.int64(7)
+        yield key
+
+    pipeline.run(v())
+
+    rows = _user_rows(pipeline, "v")
+    values = {(row.get("value"), row.get("value__v_text")) for row in rows}
+    assert values == {(7, None), (None, str(key))}

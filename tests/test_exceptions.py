@@ -158,7 +158,7 @@ def test_an_item_of_the_wrong_kind_gives_its_position(pipeline: sl.Pipeline) -> 
     @sl.resource
     def mixed() -> Iterator[Any]:
         yield {"id": 1}
-        yield 42
+        yield {1, 2}  # a set: neither a row nor a value
 
     with pytest.raises(sl.PipelineStepFailed) as failure:
         pipeline.run(mixed)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import decimal
 import functools
 import itertools
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,11 @@ from sparkload.extract.items import is_arrow, is_pandas, to_arrow
 from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
 from sparkload.extract.storage import TableFiles
+
+# Items that are not dicts but values, each loaded as a row {"value": item}, as dlt does
+# (numpy scalars too, told by their module).
+SCALAR_ITEMS = (str, int, float, decimal.Decimal, datetime.date, datetime.time, uuid.UUID, bytes, list, tuple)
+SCALAR_COLUMN = "value"
 
 _END = object()
 # Threads for parallelized resources (dlt's default number of extract workers).
@@ -298,11 +305,18 @@ class Extractor:
                     resource.name, f"item {position} cannot be converted to Arrow: {exc}", position=position
                 ) from exc
             files.write_arrow(table)
+        elif isinstance(item, SCALAR_ITEMS) or type(item).__module__ == "numpy":
+            # dlt loads a value that is not a dict as a row with one column, "value" (a
+            # list or tuple as a nested table of its items).
+            item = {SCALAR_COLUMN: item}
+            files = self._files_for(static_table or resource.compute_table_name(item), entry)
+            self._write_dict(files, resource.name, position, item)
         else:
             raise UnsupportedItemError(
                 resource.name,
                 f"item {position} is a {type(item).__name__}; a resource must yield "
-                "dicts, lists of dicts, Arrow tables or pandas DataFrames",
+                "dicts, values (numbers, strings, dates, lists ...), Arrow tables or pandas "
+                "DataFrames",
                 position=position,
             )
 
