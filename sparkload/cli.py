@@ -88,7 +88,7 @@ def _info(args: argparse.Namespace) -> int:
     print(f"destination: {destination.bucket_url or f'catalog {destination.catalog}'}")
     print(f"dataset: {pipeline.dataset_name} ({pipeline.dataset_uri})")
     print(f"state version: {state.get('_state_version', 0)}")
-    print(f"pending load packages: {'yes' if pipeline.has_pending_data() else 'none'}")
+    print(f"pending load packages: {'yes' if pipeline.has_pending_data else 'none'}")
     print("resources and their tables:")
     for section, resource in known_resources(state):
         names = tables.get((section, resource), [])
@@ -126,7 +126,7 @@ def _print_plan(pipeline: Pipeline, plan: DropPlan) -> None:
         print(f"tables to delete: {', '.join(plan.tables) or '(none)'}")
         if plan.shared_tables:
             print(f"tables kept, other resources fill them too: {', '.join(plan.shared_tables)}")
-    if pipeline.has_pending_data():
+    if pipeline.has_pending_data:
         print("pending load packages are discarded")
 
 

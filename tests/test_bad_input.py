@@ -389,7 +389,7 @@ def test_a_reserved_table_name_is_refused_and_the_state_survives(loaded: sl.Pipe
     with pytest.raises(PipelineStepFailed, match="keeps for its own tables") as failure:
         loaded.run([{"id": 1, "v": 1}], table_name=table)
     assert table in str(failure.value)
-    assert not loaded.has_pending_data()
+    assert not loaded.has_pending_data
 
     @sl.resource(table_name=lambda item: item["kind"])
     def mixed() -> Iterator[dict[str, Any]]:

@@ -200,7 +200,7 @@ def test_drop_all_removes_every_table_the_state_and_pending_packages(
     loaded: sl.Pipeline, pipelines_dir: Path, tmp_path: Path
 ) -> None:
     loaded.extract(shop([{"id": 4, "updated": 4, "items": []}]))
-    assert loaded.has_pending_data()
+    assert loaded.has_pending_data
 
     out = succeeded(sparkload("pipeline", NAME, "drop", "-y", "--pipelines-dir", pipelines_dir))
     assert "pending load packages are discarded" in out
@@ -212,7 +212,7 @@ def test_drop_all_removes_every_table_the_state_and_pending_packages(
     assert sorted(os.listdir(loaded.dataset_uri)) == kept
     state = destination_state(loaded, tmp_path / "other_machine")
     assert (state["sources"], state["tables"]) == ({}, {})
-    assert not loaded.has_pending_data()
+    assert not loaded.has_pending_data
 
 
 def test_after_a_drop_the_next_run_loads_from_the_initial_value_into_fresh_tables(

@@ -127,7 +127,7 @@ def test_a_refused_package_loads_once_the_pipeline_allows_the_change(make_pipeli
     strict.run([{"id": 1, "v": 10}], table_name="items")
     with pytest.raises(PipelineStepFailed):
         strict.run([{"id": 2, "v": "ten"}], table_name="items")
-    assert strict.has_pending_data()
+    assert strict.has_pending_data
     make_pipeline("refused", on_destructive_change="warn").run()
     assert sorted(r["id"] for r in delta_rows(strict, "items")) == [1, 2]
 

@@ -271,3 +271,18 @@ def test_numpy_and_uuid_values_load_as_a_value_column(pipeline: sl.Pipeline) -> 
     rows = _user_rows(pipeline, "v")
     values = {(row.get("value"), row.get("value__v_text")) for row in rows}
     assert values == {(7, None), (None, str(key))}
+
+
+def test_first_run_has_data_and_has_pending_data_are_properties(pipeline: sl.Pipeline) -> None:
+    def flags() -> tuple[bool, bool, bool]:
+        return (pipeline.first_run, pipeline.has_data, pipeline.has_pending_data)
+
+    # (first_run, has_data, has_pending_data) as dlt 1.31 reports them at each step
+    assert flags() == (True, False, False)
+    pipeline.extract([{"id": 1}], table_name="t")
+    assert flags() == (True, True, True)
+    pipeline.normalize()
+    assert flags() == (True, True, True)
+    pipeline.load()
+    assert flags() == (False, True, False)
+    assert all(type(flag) is bool for flag in flags())

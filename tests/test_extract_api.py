@@ -935,7 +935,7 @@ def test_a_failing_resource_stops_the_parallelized_ones_and_loads_nothing(
     assert "broken" in str(failed.value) and "the API said no" in str(failed.value)
     assert stopped.is_set()
     assert not table_exists(pipeline, "endless") and not table_exists(pipeline, "broken")
-    assert not pipeline.has_pending_data()
+    assert not pipeline.has_pending_data
 
 
 def test_the_newest_destination_state_is_found_whether_the_local_copy_is_behind_or_ahead(

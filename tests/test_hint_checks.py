@@ -70,7 +70,7 @@ def test_a_bad_combination_fails_before_the_resource_runs_and_leaves_nothing(
     assert problem in str(failure.value)
     assert "resource 'users'" in str(failure.value)
     assert calls == []  # refused before the generator was asked for anything
-    assert not pipeline.has_pending_data()
+    assert not pipeline.has_pending_data
     assert "users" not in pipeline.dataset.table_names()
 
 
@@ -97,7 +97,7 @@ def test_a_table_named_per_item_is_checked_before_its_package_is_recorded(pipeli
     assert isinstance(failure.value.__cause__, HintCombinationError)
     assert failure.value.__cause__.table == "clicks"
     assert "needs a primary_key" in str(failure.value)
-    assert not pipeline.has_pending_data()
+    assert not pipeline.has_pending_data
     assert "clicks" not in pipeline.dataset.table_names()
 
 

@@ -69,7 +69,7 @@ def test_a_keyword_that_is_no_hint_is_refused_as_python_refuses_it(
     refused = r"\(\) got an unexpected keyword argument '(primary_kye|max_table_nesting)'"
     with pytest.raises(TypeError, match=refused):
         call(pipeline)
-    assert pipeline.has_pending_data() is False
+    assert pipeline.has_pending_data is False
 
 
 def test_run_applies_its_hints_to_the_data(pipeline: sl.Pipeline) -> None:

@@ -396,7 +396,7 @@ def test_a_backfill_that_fails_in_batch_k_resumes_there_and_ends_as_an_uninterru
     assert project(crashed, "events", "id") == [(i,) for i in range(4 * 24)]
     assert row_count(crashed, "events__tags") == 2 * 4 * 24
     assert ledger(crashed) == [span(TWO_DAYS_AGO, TWO_DAYS_AGO + 4 * DAY)]
-    assert not crashed.has_pending_data()
+    assert not crashed.has_pending_data
 
     feed.fail_at = None
     feed.calls.clear()
@@ -737,7 +737,7 @@ def test_the_time_range_strategy_without_intervals_fails_clearly(pipeline: sl.Pi
     assert failed.value.step == "extract"  # refused before anything was extracted
     assert "sl.sources.intervals" in str(failed.value) and "'plain'" in str(failed.value)
     assert not deltalake.DeltaTable.is_deltatable(f"{pipeline.dataset_uri}/plain")
-    assert not pipeline.has_pending_data()  # nothing waits to be retried
+    assert not pipeline.has_pending_data  # nothing waits to be retried
 
 
 @pytest.mark.parametrize(

@@ -55,7 +55,7 @@ def test_a_pipeline_never_sees_the_packages_of_a_name_below_its_own(
     # "a/b" would keep its packages inside pipeline "a"'s folders: it cannot be made at all.
     with pytest.raises(sl.InvalidNameError):
         make_pipeline("users/b", destination=loaded.destination, dataset_name="users")
-    assert not loaded.has_pending_data()
+    assert not loaded.has_pending_data
     assert [name for name in os.listdir(Path(loaded.dataset_uri) / PACKAGES_FOLDER)] == ["users"]
 
 

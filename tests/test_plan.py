@@ -296,7 +296,7 @@ def test_what_a_normalize_cut_short_left_is_no_pending_data(pipeline: sl.Pipelin
     pipeline.run([{"id": 1}], table_name="items")
     leftover = pipeline.dataset.staging_folder(pipeline.pipeline_name).child("1.000000")
     leftover.child("normalized").child("items").write("part-0.parquet", b"cut short")
-    assert not pipeline.has_pending_data()
+    assert not pipeline.has_pending_data
 
     plan = pipeline.plan([{"id": 2}], table_name="items")
     assert "items" in str(plan)
@@ -312,7 +312,7 @@ def test_a_run_after_an_extracting_plan_loads_its_own_data_not_the_preview(pipel
     pipeline.run([{"id": 1, "v": 10}], table_name="items", primary_key="id", write_disposition="merge")
     plan = pipeline.plan([{"id": 2, "v": "ten"}], table_name="items", extract=True)
     assert len(plan.extracted) == 1
-    assert not pipeline.has_pending_data()
+    assert not pipeline.has_pending_data
 
     pipeline.run([{"id": 3, "v": 30}], table_name="items")
     assert sorted((r["id"], r["v"]) for r in delta_rows(pipeline, "items")) == [(1, 10), (3, 30)]

@@ -329,7 +329,7 @@ def test_a_refused_restatement_writes_nothing(pipeline: sl.Pipeline) -> None:
         pipeline.state["_state_version"],
     )
     assert after == before
-    assert not pipeline.has_pending_data()
+    assert not pipeline.has_pending_data
 
 
 def test_an_allowed_scd2_restatement_clears_the_history_and_the_table_stays_scd2(

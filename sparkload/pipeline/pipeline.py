@@ -276,7 +276,7 @@ class Pipeline:
                 raise ResourceError("start= and end= go with restate=")
         self.last_trace = PipelineTrace(self.pipeline_name)
         self._discard_planned()
-        if self.has_pending_data():
+        if self.has_pending_data:
             self.normalize()
             if any(package.is_normalized() for package in list_packages(self._staged)):
                 if data is not None:
@@ -318,7 +318,7 @@ class Pipeline:
         destination; ``plan.apply()`` does exactly that (see ``pipeline/plan.py``)."""
         refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, "Pipeline.plan")
         self._discard_planned()  # an earlier plan's packages: this plan replaces it
-        if self.has_pending_data():
+        if self.has_pending_data:
             raise SparkloadError(
                 f"pipeline '{self.pipeline_name}' has load packages pending: run() finishes them, "
                 "drop_pending_packages() discards them; plan after that"
@@ -583,6 +583,19 @@ class Pipeline:
         self._extracted.delete()
         self._staged.delete()
 
+    @property
+    def first_run(self) -> bool:
+        """True until a load of this pipeline has committed, as dlt's: read from the working
+        directory alone, so it starts no engine."""
+        local = state_store.read_local(self.working_dir)
+        return local is None or int(local.get("_state_version", 0)) == 0
+
+    @property
+    def has_data(self) -> bool:
+        """Whether the pipeline has loaded anything or holds a package to load, as dlt's."""
+        return not self.first_run or self.has_pending_data
+
+    @property
     def has_pending_data(self) -> bool:
         """Whether a package waits that a run can finish: completely extracted, or normalized
         beside the data. What a step cut short left is not: an incomplete normalized package
