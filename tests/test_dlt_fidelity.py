@@ -286,3 +286,28 @@ def test_first_run_has_data_and_has_pending_data_are_properties(pipeline: sl.Pip
     pipeline.load()
     assert flags() == (False, True, False)
     assert all(type(flag) is bool for flag in flags())
+
+
+@pytest.mark.parametrize(
+    ("limit", "expected"),
+    [
+        ({"max_items": -1}, list(range(20))),
+        ({"max_items": None}, list(range(20))),
+        ({"max_items": 0}, []),
+        ({"max_items": 2}, [0, 1, 2, 3]),
+        ({"max_items": 3, "count_rows": True}, [0, 1, 2, 3]),
+        ({"max_items": 5, "count_rows": True}, [0, 1, 2, 3, 4, 5]),
+        ({"max_time": 0}, list(range(20))),
+        ({"max_time": 100}, list(range(20))),
+    ],
+    ids=["negative", "none", "zero", "two-pages", "rows-3", "rows-5", "time-0", "time-100"],
+)
+def test_add_limit_takes_dlts_arguments(limit: dict[str, Any], expected: list[int]) -> None:
+    """Ten pages of two rows; the rows each limit lets through, as in dlt 1.31."""
+
+    @sl.resource(name="r")
+    def r() -> Iterator[list[dict[str, int]]]:
+        for i in range(10):
+            yield [{"i": 2 * i}, {"i": 2 * i + 1}]
+
+    assert [row["i"] for row in r().add_limit(**limit)] == expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -56,7 +57,9 @@ class Resource:
         self._incremental_at: int | None = 0 if declares_incremental(self._func) else None
         # Time intervals it loads by, if the function declares them.
         self.intervals = declared_intervals(self._func)
-        self._limit: int | None = None
+        self._limit: int | None = None  # add_limit: pages (or rows) ...
+        self._limit_time: float | None = None  # ... and seconds
+        self._limit_rows = False
         if data_from is not None and self._func is None:
             raise ResourceError(f"transformer '{name}' must be a function taking the item")
 
@@ -101,9 +104,17 @@ class Resource:
     def add_yield_map(self, func: Callable[[Any], Any], insert_at: int | None = None) -> Resource:
         return self._add_step(Step("yield_map", func), insert_at)
 
-    def add_limit(self, max_items: int) -> Resource:
-        """Stop after ``max_items`` yields of the generator (dlt counts pages, not rows)."""
-        self._limit = max_items
+    def add_limit(
+        self, max_items: int | None = None, max_time: float | None = None, count_rows: bool = False
+    ) -> Resource:
+        """Stop the generator after ``max_items`` of its yields (pages; rows with
+        ``count_rows``, at page ends) or once ``max_time`` seconds have passed since its
+        first. As in dlt, None or a negative ``max_items`` and a zero ``max_time`` set no
+        limit. (dlt counts what reaches the end of the pipe, after maps, filters and the
+        incremental; here the generator's yields are counted.)"""
+        self._limit = None if max_items is None or max_items < 0 else max_items
+        self._limit_time = max_time or None
+        self._limit_rows = count_rows
         return self
 
     def _add_step(self, step: Step, insert_at: int | None) -> Resource:
@@ -256,15 +267,21 @@ class Resource:
     def _limited_pages(self, pages: Iterator[Any]) -> Iterator[Any]:
         """The generator's yields, stopping right after the ``add_limit``-th one so the
         generator is not resumed for a page nobody will use."""
-        limit = self._limit
-        if limit is None:
+        limit, max_time = self._limit, self._limit_time
+        if limit is None and max_time is None:
             yield from pages
             return
-        if limit <= 0:
+        if limit == 0:
             return
-        for count, page in enumerate(pages, start=1):
+        started = time.monotonic()
+        count = 0
+        for page in pages:
             yield page
-            if count >= limit:
+            many = self._limit_rows and (isinstance(page, list) or type(page) is tuple)
+            count += len(page) if many else 1
+            if limit is not None and count >= limit:
+                return
+            if max_time is not None and time.monotonic() - started >= max_time:
                 return
 
     def iter_pages(self) -> Iterator[Any]:
