@@ -311,3 +311,18 @@ def test_add_limit_takes_dlts_arguments(limit: dict[str, Any], expected: list[in
             yield [{"i": 2 * i}, {"i": 2 * i + 1}]
 
     assert [row["i"] for row in r().add_limit(**limit)] == expected
+
+
+def test_an_empty_string_clears_a_key_in_apply_hints(pipeline: sl.Pipeline) -> None:
+    """dlt clears a key hint with ``apply_hints(merge_key="")``; the primary key stays."""
+
+    @sl.resource(name="t", write_disposition="merge", primary_key="id", merge_key="id")
+    def t(v: str) -> Iterator[dict[str, Any]]:
+        yield {"id": 1, "v": v}
+
+    for v in ("a", "b"):
+        resource = t(v)
+        resource.apply_hints(merge_key="")
+        pipeline.run(resource)
+
+    assert [(row["id"], row["v"]) for row in delta_rows(pipeline, "t")] == [(1, "b")]

@@ -23,8 +23,9 @@ def destructive_change_policy(value: str | None) -> str | None:
 
 
 def as_key(value: TKey | None) -> tuple[str, ...]:
-    """A key hint as a tuple of column names (``"id"`` → ``("id",)``)."""
-    if value is None:
+    """A key hint as a tuple of column names (``"id"`` → ``("id",)``); ``""``, dlt's way to
+    clear a key with ``apply_hints``, is none."""
+    if value is None or value == "":
         return ()
     if isinstance(value, str):
         return (value,)
