@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 REDACTED = "***"
@@ -28,30 +28,26 @@ def wrap_secret(value: Any) -> Any:
     Nested strings are wrapped too, so a credentials dict from secrets.toml prints as
     ``{'user': ***, 'password': ***}`` instead of leaking when someone logs it.
     """
-    if isinstance(value, TSecretValue):
-        return value
-    if isinstance(value, str):
-        return TSecretValue(value)
-    # exact types only: rebuilding a caller's dict subclass or namedtuple could break it
-    if type(value) is dict:
-        return {key: wrap_secret(item) for key, item in value.items()}
-    if type(value) is list:
-        return [wrap_secret(item) for item in value]
-    if type(value) is tuple:
-        return tuple(wrap_secret(item) for item in value)
-    return value
+    return _each_string(value, lambda text: text if isinstance(text, TSecretValue) else TSecretValue(text))
 
 
 def unwrap_secret(value: Any) -> Any:
     """``value`` with every secret string a plain ``str`` again (``wrap_secret`` undone)."""
-    if isinstance(value, TSecretValue):
-        return str.__str__(value)
+    return _each_string(value, str.__str__)
+
+
+def _each_string(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` with ``change`` applied to each string in it, at any depth of dicts, lists
+    and tuples of exact types (rebuilding a caller's dict subclass or namedtuple could
+    break it)."""
+    if isinstance(value, str):
+        return change(value)
     if type(value) is dict:
-        return {key: unwrap_secret(item) for key, item in value.items()}
+        return {key: _each_string(item, change) for key, item in value.items()}
     if type(value) is list:
-        return [unwrap_secret(item) for item in value]
+        return [_each_string(item, change) for item in value]
     if type(value) is tuple:
-        return tuple(unwrap_secret(item) for item in value)
+        return tuple(_each_string(item, change) for item in value)
     return value
 
 
