@@ -326,3 +326,25 @@ def test_an_empty_string_clears_a_key_in_apply_hints(pipeline: sl.Pipeline) -> N
         pipeline.run(resource)
 
     assert [(row["id"], row["v"]) for row in delta_rows(pipeline, "t")] == [(1, "b")]
+
+
+def test_insert_only_leaves_out_rows_flagged_as_deleted(pipeline: sl.Pipeline) -> None:
+    """An insert-only merge with a hard_delete column: a flagged row deletes nothing and is
+    not inserted, as in dlt 1.31 (which keeps the flagged row's nested rows, of no root
+    row; here they go with it)."""
+
+    @sl.resource(
+        name="t",
+        primary_key="id",
+        write_disposition={"disposition": "merge", "strategy": "insert-only"},
+        columns={"deleted": {"hard_delete": True, "data_type": "bool"}},
+    )
+    def t(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        yield from rows
+
+    pipeline.run(t([{"id": 1, "deleted": False, "tags": ["a"]}, {"id": 2, "deleted": True, "tags": ["b"]}]))
+    pipeline.run(t([{"id": 1, "deleted": True, "tags": ["c"]}, {"id": 3, "deleted": None, "tags": ["d"]}]))
+
+    rows = sorted((row["id"], row["deleted"]) for row in delta_rows(pipeline, "t"))
+    assert rows == [(1, False), (3, None)]
+    assert sorted(row["value"] for row in delta_rows(pipeline, "t__tags")) == ["a", "d"]

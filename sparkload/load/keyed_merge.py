@@ -19,6 +19,7 @@ Nested tables follow the root as ``merge_family`` says.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from pyspark.sql import Column, DataFrame
@@ -38,6 +39,11 @@ from sparkload.load.table import DeltaTable
 def prepare(family: MergeFamily) -> list[TableCommit]:
     config = family.config
     family.check_children_have_root_key()
+    if config.strategy == "insert-only" and config.hard_delete:
+        # As dlt: a delete row of an insert-only merge deletes nothing and is not inserted.
+        family = dataclasses.replace(
+            family, frames=without_deleted_rows(family.root, family.frames, config.hard_delete)
+        )
     root = family.table(family.root)
     rows = family.root_rows
     filtered = False

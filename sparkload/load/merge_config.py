@@ -102,7 +102,7 @@ def _check(config: MergeConfig) -> None:
         fail(f"merge strategy '{strategy}' needs a primary_key")
     if strategy in ("upsert", "insert-only") and config.merge_key:
         fail(f"merge strategy '{strategy}' matches rows by primary_key only; remove merge_key")
-    if config.hard_delete and strategy in ("insert-only", "scd2"):
+    if config.hard_delete and strategy == "scd2":
         fail(f"the hard_delete hint does not apply to merge strategy '{strategy}'")
     if config.sequence_by and strategy not in ("delete-insert", "upsert"):
         fail(f"sequence_by applies to the delete-insert and upsert strategies, not '{strategy}'")
