@@ -11,8 +11,8 @@ Nested rows never change on their own: they follow their root row through
 Which root rows are there is read from the root table when a nested table commits, never
 fixed beforehand: a nested table's commit comes after its root's commit of the same load
 (``TableCommit.follows``), so it sees what this load and any concurrent writer left in
-the root, a commit retried after a conflict reads it again, and a rewrite looks again
-once it has committed (``_drop_rows_of_gone_roots``). Nested tables therefore
+the root, a commit retried after a conflict reads it again, and another writer's nested
+commit waits for this one (``table_lock``) and then reads what it wrote. Nested tables therefore
 never hold rows of a root row that is gone, whoever removed it, and a resumed load needs
 nothing of the root's old contents.
 """
