@@ -1,5 +1,6 @@
 """Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s airflow`, `nox -s benchmark`,
-`nox -s property` (the property and fuzz tests with thousands of examples), and
+`nox -s property` (the property and fuzz tests with thousands of examples), `nox -s dlt_diff`
+(the same dlt scripts run by dlt and by sparkload, their tables compared), and
 the engine matrix: `nox -s spark` (JVM Spark + delta-spark), `nox -s connect` (a Sail Spark
 Connect server in another process), `nox -s cluster` (Sail's local-cluster mode)."""
 
@@ -116,6 +117,16 @@ def cluster(session: nox.Session) -> None:
     """The matrix on Sail's local-cluster mode (driver and worker actors, in another process)."""
     session.install("-e", ".[local,test]")
     session.run("pytest", "--engine=cluster", *(session.posargs or SAIL_MATRIX))
+
+
+@nox.session
+def dlt_diff(session: nox.Session) -> None:
+    """The differential cases (tests/dlt_diff): each dlt script run by dlt itself on duckdb and
+    by sparkload on Delta, the tables compared cell for cell. dlt gets a virtualenv of its own
+    (benchmarks/dlt_env.py), installed here on first use and reused after."""
+    session.install("-e", ".[local,test]")
+    session.run("python", "benchmarks/dlt_env.py", "--duckdb")
+    session.run("pytest", "tests/dlt_diff", "--run-dlt-diff", *session.posargs)
 
 
 @nox.session

@@ -26,9 +26,11 @@ from sparkload.exceptions import (
     SchemaConflictError,
     SparkloadConfigError,
     SparkloadError,
+    TableNotFoundError,
     UnserializableValueError,
     UnsupportedItemError,
 )
+from sparkload.extract import mark
 from sparkload.extract.decorators import resource, source, transformer
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
@@ -71,6 +73,7 @@ __all__ = [
     "Source",
     "SparkloadConfigError",
     "SparkloadError",
+    "TableNotFoundError",
     "UnserializableValueError",
     "UnsupportedItemError",
     "attach",
@@ -79,6 +82,7 @@ __all__ = [
     "destinations",
     "exceptions",
     "incremental",
+    "mark",
     "pipeline",
     "resource",
     "secrets",

@@ -81,7 +81,7 @@ def _attach(args: argparse.Namespace) -> Pipeline:
 def _info(args: argparse.Namespace) -> int:
     pipeline = _attach(args)
     state = pipeline.state
-    tables = tables_by_resource(state, pipeline.dataset.user_tables())
+    tables = tables_by_resource(state, pipeline.destination_dataset.user_tables())
     print(f"pipeline: {pipeline.pipeline_name}")
     print(f"working directory: {pipeline.working_dir.resolve()}")
     destination = pipeline.destination
@@ -100,7 +100,7 @@ def _info(args: argparse.Namespace) -> int:
 
 def _drop(args: argparse.Namespace) -> int:
     pipeline = _attach(args)
-    plan = plan_drop(pipeline.state, pipeline.dataset, args.resources, state_only=args.state_only)
+    plan = plan_drop(pipeline.state, pipeline.destination_dataset, args.resources, state_only=args.state_only)
     _print_plan(pipeline, plan)
     if not args.yes and not _confirm("Proceed? [y/N] "):
         print("nothing dropped")

@@ -380,6 +380,25 @@ class DestinationStateMissingError(SparkloadError):
         self.local_version = local_version
 
 
+class TableNotFoundError(SparkloadError, KeyError, AttributeError, ValueError):
+    """A table read through ``pipeline.dataset()`` is not in the dataset.
+
+    Also a ``KeyError``, an ``AttributeError`` and a ``ValueError``: dlt raises those for
+    ``dataset["t"]``, ``dataset.t`` and ``dataset.table("t")``, so code written for dlt still
+    catches it, and ``hasattr(dataset, "t")`` answers False instead of raising."""
+
+    def __init__(self, table: str, dataset: str, tables: Sequence[str]) -> None:
+        shown = ", ".join(tables) if tables else "none"
+        super().__init__(f"table '{table}' is not in the dataset {dataset}; its tables: {shown}")
+        self.table = table  # the name as it was asked for
+        self.dataset = dataset  # the dataset's folder or ``catalog.schema``
+        self.tables = tuple(tables)  # the tables the dataset holds
+
+    def __str__(self) -> str:
+        # KeyError's own str() would show the message quoted, as a key.
+        return str(self.args[0])
+
+
 class PlanOutdatedError(SparkloadError):
     """The destination changed between a plan and its apply.
 

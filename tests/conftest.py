@@ -16,6 +16,7 @@ from sparkload.common.system_columns import SYSTEM_COLUMNS
 _names = itertools.count()
 AIRFLOW_TESTS = Path(__file__).parent / "airflow"
 JVM_TESTS = Path(__file__).parent / "jvm"
+DLT_DIFF_TESTS = Path(__file__).parent / "dlt_diff"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,6 +29,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--run-airflow",
         action="store_true",
         help="run tests/airflow against a real Apache Airflow (installed by `nox -s airflow`)",
+    )
+    parser.addoption(
+        "--run-dlt-diff",
+        action="store_true",
+        help="run tests/dlt_diff, the cases compared with dlt itself (`nox -s dlt_diff`)",
     )
 
 
@@ -50,6 +56,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return True
     # tests/jvm starts JVMs of its own: only in the JVM engine's session (nox -s spark).
     if JVM_TESTS in (collection_path, *collection_path.parents) and engines.current() != "spark":
+        return True
+    # tests/dlt_diff runs every case under dlt too, in a virtualenv of its own that its nox
+    # session installs on first use: only with --run-dlt-diff.
+    in_dlt_diff = DLT_DIFF_TESTS in (collection_path, *collection_path.parents)
+    if in_dlt_diff and not config.getoption("--run-dlt-diff"):
         return True
     return None
 

@@ -37,7 +37,7 @@ def pending_packages(pipeline: sl.Pipeline) -> list[str]:
     """Load ids of the packages waiting, extracted here or normalized beside the data."""
     waiting = [p.name for p in pipeline.packages_dir.iterdir()] if pipeline.packages_dir.exists() else []
     return waiting + [
-        p.load_id for p in list_packages(pipeline.dataset.staging_folder(pipeline.pipeline_name))
+        p.load_id for p in list_packages(pipeline.destination_dataset.staging_folder(pipeline.pipeline_name))
     ]
 
 

@@ -84,7 +84,7 @@ def by_name(pipeline: sl.Pipeline, table: str, order_by: str = "id") -> list[dic
 
 def by_delta_rs(pipeline: sl.Pipeline, table: str, order_by: str = "id") -> list[dict[str, Any]]:
     """The same table read by delta-rs at the location the catalog names."""
-    found = pipeline.dataset.table(table)
+    found = pipeline.destination_dataset.table(table)
     assert isinstance(found, CatalogTable)
     rows = deltalake.DeltaTable(found.location()).to_pyarrow_table().to_pylist()
     rows.sort(key=lambda row: row[order_by])
@@ -192,13 +192,14 @@ def test_a_load_finished_after_a_failure_commits_nothing_twice(
         patch.setattr(state_store, "write_destination", fail)
         with pytest.raises(PipelineStepFailed, match="the state commit failed"):
             pipeline.run(day_of(2))
-    assert list_packages(pipeline.dataset.staging_folder(pipeline.pipeline_name))
+    assert list_packages(pipeline.destination_dataset.staging_folder(pipeline.pipeline_name))
     versions = {
-        name: pipeline.dataset.table(name).version() for name in ("users", "events", "snapshot", "ticks")
+        name: pipeline.destination_dataset.table(name).version()
+        for name in ("users", "events", "snapshot", "ticks")
     }
 
     pipeline.run()  # finishes the package left behind
-    assert {name: pipeline.dataset.table(name).version() for name in versions} == versions
+    assert {name: pipeline.destination_dataset.table(name).version() for name in versions} == versions
     assert by_name(pipeline, "events") == [{"id": 1, "what": "event 1"}, {"id": 2, "what": "event 2"}]
     assert [row["id"] for row in by_delta_rs(pipeline, "users")] == [1, 2, 3]
     assert pipeline.state["_state_version"] == 2
@@ -251,7 +252,7 @@ def test_dropping_a_resource_drops_its_catalog_tables(catalog_pipeline: sl.Pipel
     assert not pipeline.spark.catalog.tableExists(full_name(pipeline, "users"))
     assert not pipeline.spark.catalog.tableExists(full_name(pipeline, "users__languages"))
     assert pipeline.spark.catalog.tableExists(full_name(pipeline, "events"))
-    assert sorted(pipeline.dataset.user_tables()) == ["dim", "events", "snapshot", "ticks"]
+    assert sorted(pipeline.destination_dataset.user_tables()) == ["dim", "events", "snapshot", "ticks"]
 
 
 def test_the_schema_is_created_when_missing_and_attach_finds_the_catalog(
@@ -280,8 +281,8 @@ def test_the_schema_is_created_when_missing_and_attach_finds_the_catalog(
         assert attached.dataset_name == schema
         assert [row["id"] for row in attached.table("things").collect()] == [1]
     finally:
-        for table in pipeline.dataset.table_names():
-            pipeline.dataset.drop_table(table)
+        for table in pipeline.destination_dataset.table_names():
+            pipeline.destination_dataset.drop_table(table)
 
 
 def test_staging_url_holds_the_packages_of_a_catalog_destination(tmp_path: Path) -> None:
@@ -289,7 +290,7 @@ def test_staging_url_holds_the_packages_of_a_catalog_destination(tmp_path: Path)
     pipeline = sl.pipeline(
         "staged", destination=destination, dataset_name="crm", pipelines_dir=tmp_path / "p"
     )
-    folder = pipeline.dataset.staging_folder("staged")
+    folder = pipeline.destination_dataset.staging_folder("staged")
     assert folder.uri == f"{tmp_path}/staging/main/crm/_sparkload_packages/staged"
     default = sl.pipeline(
         "local",
@@ -297,7 +298,7 @@ def test_staging_url_holds_the_packages_of_a_catalog_destination(tmp_path: Path)
         dataset_name="crm",
         pipelines_dir=tmp_path / "p",
     )
-    assert default.dataset.staging_folder("local").uri.startswith(str(tmp_path / "p" / "local"))
+    assert default.destination_dataset.staging_folder("local").uri.startswith(str(tmp_path / "p" / "local"))
 
 
 @pytest.mark.parametrize(

@@ -205,7 +205,7 @@ def test_drop_all_removes_every_table_the_state_and_pending_packages(
     out = succeeded(sparkload("pipeline", NAME, "drop", "-y", "--pipelines-dir", pipelines_dir))
     assert "pending load packages are discarded" in out
 
-    assert loaded.dataset.user_tables() == []
+    assert loaded.destination_dataset.user_tables() == []
     # the state table stays, the (now empty) folder where load packages wait, and the
     # tables' commit lock files (another writer may hold one: never deleted)
     kept = [LOCKS_FOLDER, PACKAGES_FOLDER, "_sparkload_pipeline_state"]

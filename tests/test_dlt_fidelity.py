@@ -10,12 +10,13 @@ benchmarks' dlt virtualenv); each test says which input it mirrors.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 from conftest import delta_rows
 
 import sparkload as sl
+from sparkload.config import module_section
 
 DOWN = list(range(11, 0, -1))  # cursor values 11, 10, …, 1
 UP = list(range(1, 12))  # 1, 2, …, 11
@@ -66,7 +67,7 @@ def test_row_order_is_relative_to_last_value_func(
     loaded = sorted(row["u"] for row in delta_rows(pipeline, "r")) if expected else []
     assert loaded == sorted(expected)
     if not expected:
-        assert "r" not in pipeline.dataset.user_tables()
+        assert "r" not in pipeline.destination_dataset.user_tables()
 
 
 def test_a_merge_without_keys_appends_and_leaves_out_rows_flagged_as_deleted(pipeline: sl.Pipeline) -> None:
@@ -313,6 +314,92 @@ def test_add_limit_takes_dlts_arguments(limit: dict[str, Any], expected: list[in
     assert [row["i"] for row in r().add_limit(**limit)] == expected
 
 
+def _two_row_pages() -> Iterator[list[dict[str, int]]]:
+    for k in range(4):
+        yield [{"i": 2 * k + 1}, {"i": 2 * k + 2}]
+
+
+def _singles() -> Iterator[dict[str, int]]:
+    yield from ({"i": i} for i in range(10))
+
+
+def _empty_pages() -> Iterator[list[dict[str, int]]]:
+    yield from ([], [], [{"i": 1}], [{"i": 2}])
+
+
+def _limited_pipes() -> dict[str, tuple[Callable[[], sl.Resource], list[int]]]:
+    """Pipes with a limit at their end, and the cursor values dlt 1.31 yields for each."""
+
+    @sl.resource(name="inc")
+    def inc(c: Any = sl.sources.incremental("i", initial_value=5)) -> Iterator[dict[str, int]]:
+        yield from _singles()
+
+    return {
+        # pages [1, 2] and [3, 4] are filtered out whole: they do not count
+        "filtered-pages": (
+            lambda: sl.resource(_two_row_pages, name="a")().add_filter(lambda x: x["i"] > 4).add_limit(1),
+            [5, 6],
+        ),
+        "filtered-rows": (
+            lambda: (
+                sl.resource(_singles, name="b")()
+                .add_filter(lambda x: x["i"] % 2 == 0)
+                .add_limit(3, count_rows=True)
+            ),
+            [0, 2, 4],
+        ),
+        # rows below the incremental's initial value do not count
+        "after-incremental": (lambda: inc().add_limit(2), [5, 6]),
+        # a map added after the limit still runs before it
+        "map-after-limit": (
+            lambda: sl.resource(_singles, name="d")().add_limit(3).add_map(lambda x: {"i": x["i"] * 10}),
+            [0, 10, 20],
+        ),
+        # empty pages count as yields
+        "empty-pages-2": (lambda: sl.resource(_empty_pages, name="e")().add_limit(2), []),
+        "empty-pages-3": (lambda: sl.resource(_empty_pages, name="e")().add_limit(3), [1]),
+        # the page that reaches a row limit is passed on whole
+        "rows-whole-page": (
+            lambda: sl.resource(_two_row_pages, name="f")().add_limit(3, count_rows=True),
+            [1, 2, 3, 4],
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", list(_limited_pipes()))
+def test_add_limit_counts_what_reaches_the_end_of_the_pipe(case: str) -> None:
+    make, expected = _limited_pipes()[case]
+    assert [row["i"] for row in make()] == expected
+
+
+def test_add_limit_stops_the_generator_at_the_page_that_reaches_it() -> None:
+    """Pages filtered out are fetched but not counted; nothing is fetched after the limit."""
+    fetched: list[int] = []
+
+    @sl.resource(name="g")
+    def g() -> Iterator[dict[str, int]]:
+        for i in range(10):
+            fetched.append(i)
+            yield {"i": i}
+
+    assert [row["i"] for row in g().add_filter(lambda x: x["i"] >= 3).add_limit(2)] == [3, 4]
+    assert fetched == [0, 1, 2, 3, 4]
+
+
+def test_add_limit_on_a_transformer_limits_nothing(pipeline: sl.Pipeline) -> None:
+    """dlt warns and ignores it: a transformer must process all its parent sends."""
+
+    @sl.transformer(name="t")
+    def t(item: dict[str, int]) -> Iterator[dict[str, int]]:
+        yield {"i": item["i"]}
+        yield {"i": item["i"] + 100}
+
+    parent = sl.resource(_singles, name="h")().add_limit(2)
+    assert sorted(row["i"] for row in parent | t.add_limit(1)) == [0, 1, 100, 101]
+    pipeline.run(parent | t.add_limit(1))
+    assert sorted(row["i"] for row in delta_rows(pipeline, "t")) == [0, 1, 100, 101]
+
+
 def test_an_empty_string_clears_a_key_in_apply_hints(pipeline: sl.Pipeline) -> None:
     """dlt clears a key hint with ``apply_hints(merge_key="")``; the primary key stays."""
 
@@ -348,3 +435,177 @@ def test_insert_only_leaves_out_rows_flagged_as_deleted(pipeline: sl.Pipeline) -
     rows = sorted((row["id"], row["deleted"]) for row in delta_rows(pipeline, "t"))
     assert rows == [(1, False), (3, None)]
     assert sorted(row["value"] for row in delta_rows(pipeline, "t__tags")) == ["a", "d"]
+
+
+def _counting_up(n: list[int]) -> Callable[..., Iterator[dict[str, int]]]:
+    """A resource function over ``c = 0 … n[0]-1`` whose incremental is Optional, as dlt's
+    tests declare it."""
+
+    def r(
+        created_at: Optional[sl.sources.incremental[int]] = sl.sources.incremental("c", initial_value=5),  # noqa: UP045
+    ) -> Iterator[dict[str, int]]:
+        yield from ({"c": i} for i in range(n[0]))
+
+    return r
+
+
+def test_a_plain_value_for_an_incremental_argument_is_its_initial_value(pipeline: sl.Pipeline) -> None:
+    """dlt 1.31: ``r(created_at=7)`` starts at 7; ``None`` starts from no initial value and
+    still tracks the cursor; a stored cursor wins over either on later runs."""
+    n = [10]
+    r = sl.resource(_counting_up(n), name="r")
+
+    assert [row["c"] for row in r(created_at=7)] == [7, 8, 9]
+    assert pipeline.run(r(created_at=None)).row_counts == {"r": 10}
+    n[0] = 12
+    assert pipeline.run(r(created_at=None)).row_counts == {"r": 2}
+    assert pipeline.run(r(created_at=3)).row_counts == {}
+    cursor = pipeline.state["sources"][pipeline.pipeline_name]["resources"]["r"]["incremental"]["c"]
+    assert (cursor["initial_value"], cursor["last_value"]) == (None, 11)
+
+
+def test_incremental_empty_is_no_argument_value() -> None:
+    r = sl.resource(_counting_up([3]), name="r")
+    with pytest.raises(sl.ResourceError, match="pass None"):
+        list(r(created_at=sl.sources.incremental.EMPTY))
+
+
+def _plain(n: int = 10) -> Iterator[dict[str, int]]:
+    yield from ({"c": i} for i in range(n))
+
+
+def test_an_incremental_set_by_hints_filters_a_resource_that_declares_none(pipeline: sl.Pipeline) -> None:
+    """dlt 1.31: apply_hints(incremental=), add_step(incremental) and
+    ``@resource(incremental=)`` each filter, keep state, and show as ``resource.incremental``."""
+    by_hints = sl.resource(_plain, name="h")()
+    assert by_hints.incremental is None
+    by_hints.apply_hints(incremental=sl.sources.incremental("c", initial_value=8))
+    assert [row["c"] for row in by_hints] == [8, 9]
+    assert by_hints.incremental is not None and by_hints.incremental.initial_value == 8
+
+    by_step = sl.resource(_plain, name="s")().add_step(sl.sources.incremental("c", initial_value=6))
+    assert [row["c"] for row in by_step] == [6, 7, 8, 9]
+
+    decorated = sl.resource(_plain, name="d", incremental=sl.sources.incremental("c", initial_value=7))
+    pipeline.run(decorated(n=9))
+    assert [row["c"] for row in delta_rows(pipeline, "d", order_by="c")] == [7, 8]
+    pipeline.run(decorated(n=11))
+    assert [row["c"] for row in delta_rows(pipeline, "d", order_by="c")] == [7, 8, 9, 10]
+
+
+def test_an_incremental_set_by_hints_is_the_argument_even_over_one_passed() -> None:
+    """dlt 1.31 uses the hinted incremental for a function that declares one, even when the
+    call passes another; ``Incremental.EMPTY`` removes it again."""
+
+    @sl.resource(name="q")
+    def q(created_at: Any = sl.sources.incremental("c", initial_value=2)) -> Iterator[dict[str, int]]:
+        yield from _plain()
+
+    hinted = q(created_at=sl.sources.incremental("c", initial_value=4))
+    hinted.apply_hints(incremental=sl.sources.incremental("c", initial_value=8))
+    assert [row["c"] for row in hinted] == [8, 9]
+    hinted.apply_hints(incremental=sl.sources.incremental.EMPTY)
+    assert [row["c"] for row in hinted] == [4, 5, 6, 7, 8, 9]
+
+
+def test_from_existing_state_reads_the_cursor_of_the_running_extraction(pipeline: sl.Pipeline) -> None:
+    """dlt 1.31: inside a running resource, another resource's cursor is readable."""
+    pipeline.run(sl.resource(_counting_up([12]), name="r")(created_at=None))
+    seen: list[tuple[Any, Any]] = []
+
+    @sl.resource(name="q")
+    def q() -> Iterator[dict[str, int]]:
+        existing = sl.sources.incremental.from_existing_state("r", "c")
+        seen.append((existing.initial_value, existing.last_value))
+        yield {"a": 1}
+
+    pipeline.run(q())
+    assert seen == [(None, 11)]
+    with pytest.raises(sl.SparkloadError, match="inside a running resource"):
+        sl.sources.incremental.from_existing_state("r", "c")
+
+
+def test_arguments_are_configuration_under_the_module_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dlt 1.31 reads every argument the call leaves out from config, under
+    ``sources.<module>.<resource>``, ``sources.<module>``, then ``sources.<resource>`` and
+    ``sources``; an Optional incremental is built from its fields. Deliberately unlike dlt, a
+    defaulted argument is never read from a bare key (``HOME`` for ``home``)."""
+
+    def cfg(
+        limit: int = 10,
+        other: int = 1,
+        third: int = 2,
+        home: str = "x",
+        created_at: Optional[sl.sources.incremental[int]] = None,  # noqa: UP045
+    ) -> Iterator[dict[str, Any]]:
+        yield {
+            "c": 1,
+            "limit": limit,
+            "other": other,
+            "third": third,
+            "home": home,
+            "incremental": created_at,
+        }
+
+    module = module_section(cfg)
+    assert module == __name__.rsplit(".", 1)[-1]
+    prefix = f"SOURCES__{module.upper()}"
+    monkeypatch.setenv(f"{prefix}__CFG__LIMIT", "3")
+    monkeypatch.setenv("SOURCES__CFG__LIMIT", "5")
+    monkeypatch.setenv(f"{prefix}__OTHER", "6")
+    monkeypatch.setenv("SOURCES__CFG__OTHER", "7")
+    monkeypatch.setenv("SOURCES__THIRD", "8")
+    monkeypatch.setenv("HOME", "/somewhere")
+    monkeypatch.setenv(f"{prefix}__CFG__CREATED_AT__CURSOR_PATH", "c")
+
+    (row,) = list(sl.resource(cfg, name="cfg")())
+    assert (row["limit"], row["other"], row["third"], row["home"]) == (3, 6, 8, "x")
+    assert row["incremental"].cursor_path == "c"
+    # passed arguments win over config
+    (row,) = list(sl.resource(cfg, name="cfg")(limit=1))
+    assert row["limit"] == 1
+
+
+def test_resource_write_disposition_is_what_the_user_wrote() -> None:
+    """dlt 1.31 returns the hint as given, ``"append"`` when none was; it can be assigned."""
+    scd2 = {"disposition": "merge", "strategy": "scd2"}
+    assert sl.resource(_plain, name="a", write_disposition=scd2)().write_disposition == scd2
+    plain = sl.resource(_plain, name="b")()
+    assert plain.write_disposition == "append"
+    plain.write_disposition = "replace"
+    assert plain.write_disposition == "replace"
+    assert plain.hints.write_disposition.disposition == "replace"
+
+
+def test_with_resources_returns_a_copy_and_leaves_the_source_as_it_was(pipeline: sl.Pipeline) -> None:
+    @sl.source(name="s")
+    def s() -> Any:
+        return sl.resource(_plain, name="a")(n=2), sl.resource(_plain, name="b")(n=3)
+
+    source = s()
+    only_a = source.with_resources("a")
+    assert (list(source.selected_resources), list(only_a.selected_resources)) == (["a", "b"], ["a"])
+    assert pipeline.run(only_a).row_counts == {"a": 2}
+
+
+def test_a_source_of_a_started_generator_is_exhausted() -> None:
+    def rows() -> Iterator[dict[str, int]]:
+        yield {"x": 1}
+
+    source = sl.source(lambda: [sl.resource(rows(), name="g")], name="s3")()
+    assert source.exhausted is False
+    list(source)
+    assert source.exhausted is True
+    assert sl.source(lambda: [sl.resource(_plain, name="f")], name="s4")().exhausted is False
+
+
+def test_data_piped_into_a_transformer(pipeline: sl.Pipeline) -> None:
+    """dlt 1.31: ``[1, 2, 3] | transformer`` feeds the values to the transformer."""
+
+    @sl.transformer(name="t")
+    def t(item: int) -> Iterator[dict[str, int]]:
+        yield {"y": item * 2}
+
+    assert [row["y"] for row in [1, 2, 3] | t] == [2, 4, 6]
+    assert pipeline.run([1, 2, 3] | t).row_counts == {"t": 3}
+    assert sorted(row["y"] for row in delta_rows(pipeline, "t")) == [2, 4, 6]

@@ -945,10 +945,10 @@ def test_the_newest_destination_state_is_found_whether_the_local_copy_is_behind_
     the destination (a dataset restored from a backup) falls back to reading every row."""
     for version in (1, 2, 3):
         state = {"_state_version": version, "sources": {"s": {"v": version}}}
-        write_destination(pipeline.dataset, pipeline.pipeline_name, state, f"load{version}")
+        write_destination(pipeline.destination_dataset, pipeline.pipeline_name, state, f"load{version}")
 
     def newest(known: int) -> Any:
-        state = read_destination(pipeline.dataset, pipeline.pipeline_name, known)
+        state = read_destination(pipeline.destination_dataset, pipeline.pipeline_name, known)
         return state["_state_version"], state["sources"]["s"]["v"]
 
     assert [newest(known) for known in (0, 1, 3, 7)] == [(3, 3)] * 4

@@ -71,7 +71,7 @@ def test_a_bad_combination_fails_before_the_resource_runs_and_leaves_nothing(
     assert "resource 'users'" in str(failure.value)
     assert calls == []  # refused before the generator was asked for anything
     assert not pipeline.has_pending_data
-    assert "users" not in pipeline.dataset.table_names()
+    assert "users" not in pipeline.destination_dataset.table_names()
 
 
 def test_the_run_after_a_refused_one_loads_normally(pipeline: sl.Pipeline) -> None:
@@ -98,7 +98,7 @@ def test_a_table_named_per_item_is_checked_before_its_package_is_recorded(pipeli
     assert failure.value.__cause__.table == "clicks"
     assert "needs a primary_key" in str(failure.value)
     assert not pipeline.has_pending_data
-    assert "clicks" not in pipeline.dataset.table_names()
+    assert "clicks" not in pipeline.destination_dataset.table_names()
 
 
 def test_plan_refuses_the_same_combination(pipeline: sl.Pipeline) -> None:

@@ -40,7 +40,7 @@ def test_the_decorators_and_apply_hints_set_every_hint() -> None:
     def doubled(item: dict[str, Any]) -> Any:
         yield {"id": item["id"] * 2}
 
-    assert (doubled.hints.primary_key, doubled.write_disposition.disposition) == (("id",), "replace")
+    assert (doubled.hints.primary_key, doubled.write_disposition) == (("id",), "replace")
     made.apply_hints(primary_key=["id", "day"], table_name="others")
     assert (made.hints.primary_key, made.hints.table_name) == (("id", "day"), "others")
 

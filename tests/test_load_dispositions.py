@@ -382,7 +382,7 @@ def test_repeating_a_load_whose_commits_happened_writes_nothing_twice(
     rows = [{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": ["c"]}]
     load_id = pipeline.extract(rows, table_name="events", write_disposition=disposition, primary_key="id")
     pipeline.normalize()
-    package = Path(pipeline.dataset.staging_folder(pipeline.pipeline_name).child(load_id).uri)
+    package = Path(pipeline.destination_dataset.staging_folder(pipeline.pipeline_name).child(load_id).uri)
     shutil.copytree(package, tmp_path / "package_copy")
 
     pipeline.load()

@@ -74,10 +74,10 @@ def test_a_dataset_name_is_normalized_into_one_folder_of_the_destination(
 
 def test_a_table_is_reached_only_by_its_normalized_name(loaded: sl.Pipeline) -> None:
     with pytest.raises(sl.InvalidNameError) as refused:
-        loaded.dataset.table("../users")
+        loaded.destination_dataset.table("../users")
     assert refused.value.argument == "table_name"
     with pytest.raises(sl.InvalidNameError):
-        loaded.dataset.drop_table("../users")
+        loaded.destination_dataset.drop_table("../users")
     # The pipeline's own reader normalizes as dlt does: "Users" is the table users.
     assert user_columns(spark_rows(loaded, "Users")) == [{"id": 1}]
 

@@ -294,7 +294,7 @@ def test_what_a_normalize_cut_short_left_is_no_pending_data(pipeline: sl.Pipelin
     package behind it (a kill mid-normalize, then an emptied working directory), is not a
     package a run can finish: plan() works, and run() loads its own rows and removes it."""
     pipeline.run([{"id": 1}], table_name="items")
-    leftover = pipeline.dataset.staging_folder(pipeline.pipeline_name).child("1.000000")
+    leftover = pipeline.destination_dataset.staging_folder(pipeline.pipeline_name).child("1.000000")
     leftover.child("normalized").child("items").write("part-0.parquet", b"cut short")
     assert not pipeline.has_pending_data
 
@@ -316,7 +316,7 @@ def test_a_run_after_an_extracting_plan_loads_its_own_data_not_the_preview(pipel
 
     pipeline.run([{"id": 3, "v": 30}], table_name="items")
     assert sorted((r["id"], r["v"]) for r in delta_rows(pipeline, "items")) == [(1, 10), (3, 30)]
-    assert list(pipeline.dataset.staging_folder(pipeline.pipeline_name).subfolders()) == []
+    assert list(pipeline.destination_dataset.staging_folder(pipeline.pipeline_name).subfolders()) == []
     with pytest.raises(PlanOutdatedError):
         plan.apply()
 

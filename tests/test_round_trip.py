@@ -299,12 +299,12 @@ def read_back(dataset_uri: str, table: str) -> list[dict[str, Any]]:
 
     def element(name: str, row: dict[str, Any]) -> Any:
         # A list of scalars has a ``value`` column (and its variants), a list of lists a
-        # nested table ``<name>__value``; anything else is a list of dicts.
+        # nested table ``<name>__list`` (dlt's name); anything else is a list of dicts.
         obj = rebuild(name, row)
         if any(column == "value" or column.startswith("value__v_") for column in row):
             return obj.get("value")
-        if f"{name}__value" in tables:
-            return obj.get("value", [])
+        if f"{name}__list" in tables:
+            return obj.get("list", [])
         return obj
 
     return [rebuild(table, row) for row in tables[table]]

@@ -65,6 +65,8 @@ class WriteDisposition:
     disposition: str = "append"
     strategy: str | None = None
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # What the user wrote, which dlt's ``resource.write_disposition`` returns as is.
+    given: str | Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
     def parse(cls, value: str | Mapping[str, Any] | WriteDisposition | None) -> WriteDisposition:
@@ -101,7 +103,13 @@ class WriteDisposition:
             raise ResourceError(f"a strategy applies only to merge, not to {disposition!r}")
         elif spec:
             raise ResourceError(f"write disposition {disposition!r} takes no options, got {sorted(spec)}")
-        return cls(disposition, strategy, spec)
+        return cls(disposition, strategy, spec, given=value if isinstance(value, str) else dict(value))
+
+    def as_given(self) -> str | dict[str, Any]:
+        """The disposition as the user wrote it (``"append"`` when none was)."""
+        if self.given is None:
+            return self.disposition if self.strategy is None and not self.options else self.to_dict()
+        return self.given if isinstance(self.given, str) else dict(self.given)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"disposition": self.disposition}

@@ -8,7 +8,7 @@ specific section first. Secret strings are TSecretValue, which reprs as ``***``.
 from sparkload.config.accessors import config, get_config_value, is_sentinel, secrets
 from sparkload.config.injection import ConfigBoundArguments, bind_config
 from sparkload.config.providers import global_settings_dir, project_settings_dir
-from sparkload.config.resolve import lookup_keys
+from sparkload.config.resolve import lookup_keys, module_section
 from sparkload.config.secret import TSecretValue, redact
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "global_settings_dir",
     "is_sentinel",
     "lookup_keys",
+    "module_section",
     "project_settings_dir",
     "redact",
     "secrets",

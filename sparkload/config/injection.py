@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -31,15 +32,22 @@ def bind_config(
     *,
     sections: tuple[str, ...],
     pipeline_name: str | None = None,
+    other_sections: Sequence[tuple[str, ...]] = (),
 ) -> ConfigBoundArguments:
     """Bind ``args``/``kwargs`` to ``func``, apply defaults, and resolve every parameter whose
-    value is a sentinel, trying ``sections`` from most to least specific.
+    value is a sentinel, trying ``sections`` (then ``other_sections``) from most to least
+    specific.
 
-    Values the caller passed are used as given. Raises ConfigFieldMissingError naming every
-    unresolved parameter and each key and environment variable that would supply it.
+    As in dlt, every argument is configuration: one the caller did not pass is also looked up
+    and its default is used only where no provider has a value. (Unlike dlt, such an argument
+    is read under a section only: a bare key would give a parameter named ``path`` or ``home``
+    the process's ``PATH`` or ``HOME``.) Values the caller passed are used as given. Raises
+    ConfigFieldMissingError naming every unresolved sentinel and each key and environment
+    variable that would supply it.
     """
     signature = _signature(func)
     bound = signature.bind(*args, **kwargs)
+    passed = set(bound.arguments)
     bound.apply_defaults()
     providers: list[ConfigProvider] | None = None  # read files only if something needs them
     secret_names: set[str] = set()
@@ -54,29 +62,49 @@ def bind_config(
         )
         if secret:
             secret_names.add(name)
-        if not is_sentinel(value):
+        required = is_sentinel(value)
+        if not required and (name in passed or param.kind in _VARIADIC):
             if secret and type(value) is str:
                 bound.arguments[name] = TSecretValue(value)  # keep it out of reprs too
             continue
         providers = load_providers() if providers is None else providers
-        lookup = Lookup(name, lookup_keys(sections, name, pipeline_name), secret, param.annotation)
+        paths = lookup_keys(sections, name, pipeline_name, other_sections)
+        if not required:
+            paths = [path for path in paths if len(path) > 1 and path != (pipeline_name, name)]
+        lookup = Lookup(name, paths, secret, _annotation(param))
         resolved = resolve(lookup, providers)
         if resolved is MISSING:
             resolved = _resolve_fields(lookup, providers)
-        if resolved is MISSING:
-            missing.append(lookup)
-        else:
+        if resolved is not MISSING:
             bound.arguments[name] = resolved
+        elif required:
+            missing.append(lookup)
+        elif secret and type(value) is str:
+            bound.arguments[name] = TSecretValue(value)
     if missing:
         function = getattr(func, "__qualname__", None) or repr(func)
         raise missing_error(missing, providers or [], function)
     return ConfigBoundArguments(signature, bound.arguments, frozenset(secret_names))
 
 
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+def _annotation(param: inspect.Parameter) -> Any:
+    """The type a configured value is coerced to: the annotation, else the default's type
+    (``limit=10`` takes ``"3"`` from an environment variable as 3, as in dlt)."""
+    if param.annotation is not inspect.Parameter.empty:
+        return param.annotation
+    default = param.default
+    if default is inspect.Parameter.empty or default is None or is_sentinel(default):
+        return inspect.Parameter.empty
+    return type(default)
+
+
 def _resolve_fields(lookup: Lookup, providers: list[ConfigProvider]) -> Any:
     """A value given field by field (``SOURCES__ID_AFTER__CURSOR_PATH``) for a parameter whose
     type lists its ``config_fields``, as a dict of the fields found; MISSING if none is."""
-    cls = typing.get_origin(lookup.annotation) or lookup.annotation
+    cls = _configurable_class(lookup.annotation)
     fields = getattr(cls, "config_fields", None)
     if not isinstance(cls, type) or not fields:
         return MISSING
@@ -90,6 +118,15 @@ def _resolve_fields(lookup: Lookup, providers: list[ConfigProvider]) -> Any:
             # to secrets.value only to have them resolved; their fields are no secrets.)
             found[field] = unwrap_secret(value)
     return found or MISSING
+
+
+def _configurable_class(annotation: Any) -> Any:
+    """The class an annotation names, ``Optional[X]`` and ``X | None`` unwrapped."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(members) == 1:
+            return _configurable_class(members[0])
+    return typing.get_origin(annotation) or annotation
 
 
 def _signature(func: Callable[..., Any]) -> inspect.Signature:

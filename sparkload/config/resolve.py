@@ -8,8 +8,10 @@ first provider that has the value and does not consult lower-priority providers.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sparkload.config.coercion import coerce
@@ -20,14 +22,41 @@ from sparkload.exceptions import ConfigFieldMissingError, ConfigValueError
 SECRETS_NOTE = "Secrets are read only from environment variables and secrets.toml."
 
 
+def module_section(func: Any) -> str | None:
+    """dlt's config section for what ``func`` defines: the last part of its module's name
+    (``sources.<module>.…``), or a script's file name without ``.py``; None in a notebook."""
+    module = getattr(func, "__module__", None)
+    if not module:
+        return None
+    if module == "__main__":
+        script = getattr(sys.modules.get("__main__"), "__file__", None)
+        return Path(script).stem if script else None
+    return str(module).rsplit(".", 1)[-1]
+
+
 def lookup_keys(
-    sections: tuple[str, ...], name: str, pipeline_name: str | None = None
+    sections: tuple[str, ...],
+    name: str,
+    pipeline_name: str | None = None,
+    other_sections: Sequence[tuple[str, ...]] = (),
 ) -> list[tuple[str, ...]]:
     """Key paths for ``name``, most specific first: every prefix of ``sections``, longest to
     empty. ``(("sources", "src", "res"), "arg")`` gives ``sources.src.res.arg``,
-    ``sources.src.arg``, ``sources.arg`` and ``arg``. With ``pipeline_name``, the same paths
-    under ``<pipeline_name>.`` come first, as in dlt."""
-    keys = [(*sections[:n], name) for n in range(len(sections), -1, -1)]
+    ``sources.src.arg``, ``sources.arg`` and ``arg``.
+
+    ``other_sections`` are further chains, as dlt tries ``sources.<resource>`` after
+    ``sources.<module>.<resource>`` and ``sources.<module>``: each chain's prefixes longer than
+    what all chains share come in turn, then the shared ones. With ``pipeline_name``, the same
+    paths under ``<pipeline_name>.`` come first, as in dlt."""
+    chains = [sections, *other_sections]
+    shared = 0
+    while all(len(chain) > shared and chain[shared] == sections[shared] for chain in chains):
+        shared += 1
+    paths: list[tuple[str, ...]] = []
+    for chain in chains:
+        paths += [chain[:n] for n in range(len(chain), shared, -1) if chain[:n] not in paths]
+    paths += [sections[:n] for n in range(shared, -1, -1)]
+    keys = [(*path, name) for path in paths]
     if pipeline_name:
         keys = [(pipeline_name, *key) for key in keys] + keys
     return keys

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from typing_extensions import Unpack
 
 from sparkload.common import context
-from sparkload.config import bind_config
+from sparkload.config import bind_config, module_section
 from sparkload.exceptions import ResourceError
 from sparkload.extract.hints import ResourceHintArgs, TableHints, refuse_unknown_hints
+from sparkload.extract.incremental import Incremental
 from sparkload.extract.intervals import declared_intervals
 from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
@@ -29,9 +30,11 @@ def resource(
     parallelized: bool = False,
     tags: Any = (),
     disable_restatement: bool | None = None,
+    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
     **hints: Unpack[ResourceHintArgs],
 ) -> Any:
-    """Make a resource of a generator function (as a decorator) or of data (called).
+    """Make a resource of a generator function (as a decorator) or of data (called);
+    ``incremental`` is the resource's incremental, as with ``apply_hints``.
 
     Keywords of dlt's that sparkload has no use for (``schema_contract`` …) are ignored."""
 
@@ -62,6 +65,8 @@ def resource(
         )
         if callable(target):
             functools.update_wrapper(made, target)
+        if incremental is not None:
+            made.apply_hints(incremental=incremental)
         return made
 
     if data is None:
@@ -79,6 +84,7 @@ def transformer(
     parallelized: bool = False,
     tags: Any = (),
     disable_restatement: bool | None = None,
+    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
     **hints: Unpack[ResourceHintArgs],
 ) -> Any:
     """A resource fed by another resource's items: ``fn(item, *args)`` yields new items."""
@@ -92,6 +98,7 @@ def transformer(
             parallelized=parallelized,
             tags=tags,
             disable_restatement=disable_restatement,
+            incremental=incremental,
             **hints,
         )
         made._data_from = data_from
@@ -117,7 +124,11 @@ def source(
 
         @functools.wraps(f)
         def make_source(*args: Any, **kwargs: Any) -> Source:
-            bound = bind_config(f, args, kwargs, sections=("sources", source_name))
+            # dlt's sources.<module>.<source> first, then sources.<source>
+            module = module_section(f)
+            chains: list[tuple[str, ...]] = [("sources", module, source_name)] if module else []
+            chains.append(("sources", source_name))
+            bound = bind_config(f, args, kwargs, sections=chains[0], other_sections=chains[1:])
             with context.defining_source(source_name):
                 produced = f(*bound.args, **bound.kwargs)
                 resources = list(_as_resources(source_name, produced))

@@ -19,9 +19,14 @@ from sparkload.common.context import resource_scope
 from sparkload.common.hints import COLUMN_NAME_OPTIONS, LoadHints, WriteDisposition
 from sparkload.common.naming import RESERVED_TABLE_PREFIX, normalize_path, normalize_table_name
 from sparkload.common.side_by_side import run_side_by_side
-from sparkload.exceptions import ExtractError, SparkloadError, UnsupportedItemError
+from sparkload.exceptions import (
+    ExtractError,
+    SparkloadError,
+    UnsupportedItemError,
+)
 from sparkload.extract.hints import TableHints
 from sparkload.extract.items import is_arrow, is_pandas, to_arrow
+from sparkload.extract.mark import MarkedItem
 from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
 from sparkload.extract.storage import TableFiles
@@ -115,6 +120,52 @@ def load_hints(hints: TableHints, root_key: bool, max_table_nesting: int | None)
     )
 
 
+@dataclasses.dataclass
+class _ResourceRun:
+    """One resource's hints while it is extracted, as marks change them (``sl.mark``), and
+    the tables its items went to.
+
+    The resource itself is left as declared: as in dlt, hints a mark applies last for the rest
+    of this run only."""
+
+    name: str
+    hints: TableHints
+    # Hints of single tables (dlt's table variants), by normalized table name.
+    variants: dict[str, TableHints] = dataclasses.field(default_factory=dict)
+    # The files of each table by the name the resource gave; cleared when a mark changes the
+    # hints, so each table's hints are computed again at its next item (dlt does the same).
+    routes: dict[str, TableFiles] = dataclasses.field(default_factory=dict)
+
+    @property
+    def static_table(self) -> str | None:
+        """The table every unmarked item goes to, or None when the name is computed per item."""
+        name = self.hints.table_name
+        return None if callable(name) else (name if name is not None else self.name)
+
+    def table_of(self, item: Any) -> str:
+        name = self.hints.table_name
+        if name is None:
+            return self.name
+        return str(name(item)) if callable(name) else name
+
+    def hints_of(self, table: str) -> TableHints:
+        """The hints table ``table`` (a normalized name) is written with."""
+        return self.variants.get(table, self.hints)
+
+    def apply(self, marked: MarkedItem) -> None:
+        """Take the hints ``marked`` brings: the resource's from now on, or one table's."""
+        assert marked.hints is not None
+        if marked.create_table_variant:
+            table = normalize_table_name(str(marked.hints["table_name"]))
+            # A new variant starts from the resource's hints (dlt drops a table name computed
+            # per item from them: a variant's name is fixed).
+            base = self.variants.get(table) or dataclasses.replace(self.hints, table_name=None)
+            self.variants[table] = base.merge(**marked.hints)
+        else:
+            self.hints = self.hints.merge(**marked.hints)
+        self.routes.clear()
+
+
 class Extractor:
     """Writes every item of the resources of its jobs into ``extracted_dir``."""
 
@@ -127,7 +178,7 @@ class Extractor:
         self.extracted_dir = extracted_dir
         self.tables: dict[str, ExtractedTable] = {}
         self._files: dict[str, TableFiles] = {}  # by normalized table name
-        self._by_raw_name: dict[str, TableFiles] = {}  # by the name the resource gave
+        self._runs: dict[int, _ResourceRun] = {}  # by id() of the resource's ExtractJob
         self._on_rows = on_rows
         self._on_file_closed = on_file_closed
         self._count = 0
@@ -209,18 +260,28 @@ class Extractor:
             self._write_items(entry, iter(items), position)
             position += len(items)
             for child in entry.children:
-                self._extract(child, child.resource.iter_items_from(iter((page,))))
+                if isinstance(page, MarkedItem):
+                    # dlt hands a transformer what was marked, and the mark goes on with the
+                    # transformer's items.
+                    produced = child.resource.iter_items_from(iter((page.data,)))
+                    self._extract(child, _marked_as(page, produced))
+                else:
+                    self._extract(child, child.resource.iter_items_from(iter((page,))))
 
     def _write_items(self, entry: ExtractJob, items: Iterator[Any], start: int = 0) -> None:
         resource = entry.resource
-        static_table = None if callable(resource.table_name) else str(resource.table_name)
+        run = self._run_of(entry)
+        static_table = run.static_table
         position = start
         if static_table is not None:
             items, position = self._write_leading_dicts(entry, static_table, items, position)
         for item in items:
             if type(item) is dict:
-                table = static_table or resource.compute_table_name(item)
+                table = static_table or run.table_of(item)
                 self._write_dict(self._files_for(table, entry), resource.name, position, item)
+            elif type(item) is MarkedItem:
+                self._write_marked(entry, position, item)
+                static_table = run.static_table  # a mark may have renamed the resource's table
             elif item is not None:
                 self._write_other(entry, static_table, position, item)
             position += 1
@@ -291,41 +352,57 @@ class Extractor:
         return itertools.chain((item,), items), position
 
     def _write_other(self, entry: ExtractJob, static_table: str | None, position: int, item: Any) -> None:
-        resource = entry.resource
-        if isinstance(item, dict):  # a dict subclass (OrderedDict, ...)
-            item = dict(item)
-            files = self._files_for(static_table or resource.compute_table_name(item), entry)
-            self._write_dict(files, resource.name, position, item)
-        elif is_arrow(item) or is_pandas(item):
-            files = self._files_for(static_table or resource.compute_table_name(item), entry)
-            try:
-                table = to_arrow(item)
-            except Exception as exc:
-                raise ExtractError(
-                    resource.name, f"item {position} cannot be converted to Arrow: {exc}", position=position
-                ) from exc
-            files.write_arrow(table)
-        elif isinstance(item, SCALAR_ITEMS) or type(item).__module__ == "numpy":
-            # dlt loads a value that is not a dict as a row with one column, "value" (a
-            # list or tuple as a nested table of its items).
-            item = {SCALAR_COLUMN: item}
-            files = self._files_for(static_table or resource.compute_table_name(item), entry)
-            self._write_dict(files, resource.name, position, item)
-        else:
-            raise UnsupportedItemError(
-                resource.name,
-                f"item {position} is a {type(item).__name__}; a resource must yield "
-                "dicts, values (numbers, strings, dates, lists ...), Arrow tables or pandas "
-                "DataFrames",
-                position=position,
-            )
+        row = _as_row(entry.resource.name, position, item)
+        files = self._files_for(static_table or self._run_of(entry).table_of(row), entry)
+        self._write_row(files, entry.resource.name, position, row)
+
+    def _write_marked(self, entry: ExtractJob, position: int, marked: MarkedItem) -> None:
+        """A marked item (a row, a list of rows, a table) to its table, as dlt dispatches it:
+        to the table the mark names, unless the resource computes a table name per item
+        (dlt then ignores the mark's name); hints a mark brings apply from this item on."""
+        run = self._run_of(entry)
+        table = marked.table_name
+        if marked.hints:
+            run.apply(marked)
+            if marked.create_table_variant:
+                table = str(marked.hints["table_name"])
+        if run.static_table is None:
+            table = None
+        data = marked.data
+        for item in data if isinstance(data, list) or type(data) is tuple else (data,):
+            if item is None:
+                continue
+            row = _as_row(entry.resource.name, position, item)
+            files = self._files_for(table or run.table_of(row), entry)
+            self._write_row(files, entry.resource.name, position, row)
+
+    def _write_row(self, files: TableFiles, resource: str, position: int, row: Any) -> None:
+        """A row made by ``_as_row`` (a dict, or an Arrow table or pandas frame) to ``files``."""
+        if type(row) is dict:
+            self._write_dict(files, resource, position, row)
+            return
+        try:
+            table = to_arrow(row)
+        except Exception as exc:
+            raise ExtractError(
+                resource, f"item {position} cannot be converted to Arrow: {exc}", position=position
+            ) from exc
+        files.write_arrow(table)
+
+    def _run_of(self, entry: ExtractJob) -> _ResourceRun:
+        run = self._runs.get(id(entry))
+        if run is None:
+            run = self._runs[id(entry)] = _ResourceRun(entry.resource.name, entry.resource.hints)
+        return run
 
     def _files_for(self, table: str, entry: ExtractJob) -> TableFiles:
-        files = self._by_raw_name.get(table)
+        routes = self._run_of(entry).routes
+        files = routes.get(table)
         if files is not None:
             return files
         with self._files_lock:
-            return self._new_files_for(table, entry)
+            files = routes[table] = self._new_files_for(table, entry)
+            return files
 
     def _new_files_for(self, table: str, entry: ExtractJob) -> TableFiles:
         name = normalize_table_name(table)
@@ -335,9 +412,15 @@ class Extractor:
                 f"table name {table!r} ({name!r}) starts with {RESERVED_TABLE_PREFIX!r}, which "
                 "sparkload keeps for its own tables (the pipeline state); choose another table_name",
             )
-        if name not in self.tables:
-            hints = load_hints(entry.resource.hints, entry.root_key, entry.max_table_nesting)
-            self.tables[name] = ExtractedTable(name, entry.resource.name, hints)
+        extracted = self.tables.get(name)
+        # A table takes the hints of the resource that fills it first; that resource's marks
+        # may change them (the table is routed here again after each change).
+        if extracted is None or extracted.resource == entry.resource.name:
+            hints = load_hints(self._run_of(entry).hints_of(name), entry.root_key, entry.max_table_nesting)
+            if extracted is None:
+                self.tables[name] = ExtractedTable(name, entry.resource.name, hints)
+            else:
+                extracted.hints = hints
         files = self._files.get(name)
         if files is None:
             listener = None
@@ -346,5 +429,35 @@ class Extractor:
                 listener = lambda path, name=name: notify(name, path)  # noqa: E731
             files = TableFiles(self.extracted_dir / name, listener)
             self._files[name] = files
-        self._by_raw_name[table] = files
         return files
+
+
+def _as_row(resource: str, position: int, item: Any) -> Any:
+    """A yielded item other than None as what a table takes: a dict, or an Arrow table or
+    pandas frame (converted when written)."""
+    if isinstance(item, dict):
+        return dict(item) if type(item) is not dict else item  # a dict subclass (OrderedDict, ...)
+    if is_arrow(item) or is_pandas(item):
+        return item
+    if isinstance(item, SCALAR_ITEMS) or type(item).__module__ == "numpy":
+        # dlt loads a value that is not a dict as a row with one column, "value" (a list or
+        # tuple as a nested table of its items).
+        return {SCALAR_COLUMN: item}
+    raise UnsupportedItemError(
+        resource,
+        f"item {position} is a {type(item).__name__}; a resource must yield "
+        "dicts, values (numbers, strings, dates, lists ...), Arrow tables or pandas "
+        "DataFrames",
+        position=position,
+    )
+
+
+def _marked_as(mark: MarkedItem, items: Iterator[Any]) -> Iterator[Any]:
+    """``items`` each with ``mark`` (those marked themselves keep their own)."""
+    try:
+        for item in items:
+            yield item if isinstance(item, MarkedItem) else mark.with_data(item)
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()

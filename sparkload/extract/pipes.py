@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from sparkload.extract.mark import MarkedItem
+
 STEP_KINDS = ("map", "filter", "yield_map")
 
 
@@ -24,7 +26,23 @@ def apply_steps(items: Iterator[Any], steps: tuple[Step, ...]) -> Iterator[Any]:
 
 def _apply(items: Iterable[Any], steps: tuple[Step, ...]) -> Iterator[Any]:
     for item in items:
-        yield from _run(item, steps, 0)
+        if type(item) is MarkedItem:
+            yield from _run_marked(item, steps)
+        else:
+            yield from _run(item, steps, 0)
+
+
+def _run_marked(marked: MarkedItem, steps: tuple[Step, ...]) -> Iterator[Any]:
+    """As dlt does: the steps run on what was marked (each row of a marked list) and what
+    they make keeps the mark."""
+    data = marked.data
+    if isinstance(data, list) or type(data) is tuple:
+        kept = [produced for row in data for produced in _run(row, steps, 0)]
+        if kept:
+            yield marked.with_data(kept)
+        return
+    for produced in _run(data, steps, 0):
+        yield marked.with_data(produced)
 
 
 def _run(item: Any, steps: tuple[Step, ...], start: int) -> Iterator[Any]:

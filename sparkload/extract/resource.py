@@ -4,21 +4,29 @@ from __future__ import annotations
 
 import copy
 import inspect
-import time
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from typing_extensions import Unpack
 
 from sparkload.common import context
-from sparkload.common.hints import WriteDisposition
-from sparkload.config import ConfigBoundArguments, bind_config
+from sparkload.config import ConfigBoundArguments, bind_config, module_section
 from sparkload.exceptions import ResourceError, SparkloadError
 from sparkload.extract.hints import ResourceHintArgs, TableHints, TTableName, refuse_unknown_hints
-from sparkload.extract.incremental import Incremental, bind_incrementals, declares_incremental
+from sparkload.extract.incremental import (
+    Incremental,
+    bind_incrementals,
+    declares_incremental,
+    incremental_parameter,
+)
 from sparkload.extract.intervals import bind_intervals, declared_intervals
 from sparkload.extract.items import iterate_any
+from sparkload.extract.limit import LimitRun, PageLimit, limit_pages
+from sparkload.extract.mark import MarkedItem
 from sparkload.extract.pipes import Step, apply_steps
+
+logger = logging.getLogger(__name__)
 
 
 class Resource:
@@ -55,11 +63,12 @@ class Resource:
         # Where the incremental filter sits among the steps (dlt places it right after the
         # generator; appended steps go before it, insert_at can put one after it).
         self._incremental_at: int | None = 0 if declares_incremental(self._func) else None
+        # An incremental given by hints (``apply_hints(incremental=…)``, ``add_step``): the
+        # argument of a function that declares one, else a filter of its own in the pipe.
+        self._hinted_incremental: Incremental[Any] | None = None
         # Time intervals it loads by, if the function declares them.
         self.intervals = declared_intervals(self._func)
-        self._limit: int | None = None  # add_limit: pages (or rows) ...
-        self._limit_time: float | None = None  # ... and seconds
-        self._limit_rows = False
+        self._limit = PageLimit()  # add_limit
         if data_from is not None and self._func is None:
             raise ResourceError(f"transformer '{name}' must be a function taking the item")
 
@@ -73,14 +82,60 @@ class Resource:
         return self.hints.table_name if self.hints.table_name is not None else self.name
 
     @property
-    def write_disposition(self) -> WriteDisposition:
-        return self.hints.write_disposition
+    def write_disposition(self) -> str | dict[str, Any]:
+        """The write disposition as given (``"merge"`` or ``{"disposition": "merge", …}``), as
+        dlt returns it; ``hints.write_disposition`` is the parsed form."""
+        return self.hints.write_disposition.as_given()
 
-    def apply_hints(self, **hints: Unpack[ResourceHintArgs]) -> Resource:
-        """Change the hints in place (None leaves a hint as it is); returns the resource."""
+    @write_disposition.setter
+    def write_disposition(self, value: str | Mapping[str, Any]) -> None:
+        self.apply_hints(write_disposition=value)
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether it wraps a generator object that was already started."""
+        return inspect.isgenerator(self._data) and inspect.getgeneratorstate(self._data) != "GEN_CREATED"
+
+    def apply_hints(
+        self,
+        incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+        **hints: Unpack[ResourceHintArgs],
+    ) -> Resource:
+        """Change the hints in place (None leaves a hint as it is); returns the resource.
+        ``incremental`` sets the resource's incremental (``Incremental.EMPTY`` removes it)."""
         refuse_unknown_hints(hints, ResourceHintArgs.__optional_keys__, "Resource.apply_hints")
         self.hints = self.hints.merge(**hints)
+        if incremental is not None:
+            self._set_incremental(incremental, insert_at=None)
         return self
+
+    @property
+    def incremental(self) -> Incremental[Any] | None:
+        """The resource's incremental as declared (by hints, else by the function's
+        argument), or None. (dlt returns a wrapper holding it for a declared argument.)"""
+        if self._hinted_incremental is not None:
+            return self._hinted_incremental
+        parameter = incremental_parameter(self._func)
+        return None if parameter is None else parameter.default_incremental
+
+    def _set_incremental(
+        self, incremental: Incremental[Any] | Mapping[str, Any], insert_at: int | None
+    ) -> None:
+        """Set (or with ``Incremental.EMPTY`` remove) the hinted incremental; where the function
+        declares none, it filters at ``insert_at`` (counted as ``add_step`` counts), by default
+        at the end of the pipe, as in dlt."""
+        if isinstance(incremental, Mapping):
+            incremental = Incremental(**dict(incremental))
+        declared = declares_incremental(self._func)
+        if incremental is Incremental.EMPTY:
+            self._hinted_incremental = None
+            if not declared:
+                self._incremental_at = None
+            return
+        self._hinted_incremental = incremental
+        if not declared:
+            steps = len(self._steps)
+            self._incremental_at = steps if insert_at is None else max(0, min(steps, insert_at - 1))
 
     def with_name(self, new_name: str) -> Resource:
         """A copy under another name (and table name, unless one was set explicitly)."""
@@ -95,6 +150,20 @@ class Resource:
         return table_name
 
     # -- pipe steps -----------------------------------------------------------------------
+    def add_step(
+        self, step: Incremental[Any] | Callable[[Any], Any], insert_at: int | None = None
+    ) -> Resource:
+        """dlt's generic step: an incremental becomes the resource's incremental; a function
+        is a map."""
+        if isinstance(step, Incremental):
+            self._set_incremental(step, insert_at)
+            return self
+        if not callable(step):
+            raise ResourceError(
+                f"resource '{self.name}': add_step takes an incremental or a function, got {step!r}"
+            )
+        return self.add_map(step, insert_at)
+
     def add_map(self, func: Callable[[Any], Any], insert_at: int | None = None) -> Resource:
         return self._add_step(Step("map", func), insert_at)
 
@@ -107,14 +176,21 @@ class Resource:
     def add_limit(
         self, max_items: int | None = None, max_time: float | None = None, count_rows: bool = False
     ) -> Resource:
-        """Stop the generator after ``max_items`` of its yields (pages; rows with
-        ``count_rows``, at page ends) or once ``max_time`` seconds have passed since its
-        first. As in dlt, None or a negative ``max_items`` and a zero ``max_time`` set no
-        limit. (dlt counts what reaches the end of the pipe, after maps, filters and the
-        incremental; here the generator's yields are counted.)"""
-        self._limit = None if max_items is None or max_items < 0 else max_items
-        self._limit_time = max_time or None
-        self._limit_rows = count_rows
+        """Stop after ``max_items`` pages (rows with ``count_rows``; the last page is not
+        cut) or ``max_time`` seconds, counted as dlt counts them: at the end of the pipe,
+        after maps, filters and the incremental. None or a negative ``max_items`` and a zero
+        ``max_time`` set no limit. As in dlt, a transformer is not limited (limit its parent)."""
+        if self.is_transformer:
+            logger.warning(
+                "add_limit on the transformer '%s' has no effect: set it on the resource feeding it",
+                self.name,
+            )
+            return self
+        self._limit = PageLimit(
+            max_items=None if max_items is None or max_items < 0 else max_items,
+            max_time=max_time or None,
+            count_rows=count_rows,
+        )
         return self
 
     def _add_step(self, step: Step, insert_at: int | None) -> Resource:
@@ -161,8 +237,16 @@ class Resource:
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self._bound_args = (args, kwargs)
 
-    def _sections(self) -> tuple[str, ...]:
-        return ("sources", self.section, self.name) if self.section else ("sources", self.name)
+    def _config_sections(self) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+        """The section chains its arguments are looked up under, most specific first: dlt's
+        ``sources.<module>.<resource>``, then ``sources.<source>.<resource>``, then
+        ``sources.<resource>`` (see ``lookup_keys`` for how the chains interleave)."""
+        chains: list[tuple[str, ...]] = [("sources", self.section, self.name)] if self.section else []
+        module = module_section(self._func)
+        if module is not None:
+            chains.insert(0, ("sources", module, self.name))
+        chains.append(("sources", self.name))
+        return chains[0], chains[1:]
 
     def cursor_starts(self, state: Mapping[str, Any], pipeline_name: str | None = None) -> dict[str, Any]:
         """Where each incremental of this resource starts (by cursor path) in a run of the
@@ -172,11 +256,15 @@ class Resource:
         start reflects arguments bound with ``resource(...)``, incrementals supplied by config,
         ``lag``, ``end_value`` and the reset of a replace or refresh. ``state`` is not changed.
         """
-        if self._func is None or not self._takes_incremental():
+        if not self._takes_incremental():
             return {}
-        # A transformer is called with an item first; which item does not change the start.
-        leading = (None,) if self._data_from is not None else ()
-        _, incrementals = self._bind_arguments(leading, copy.deepcopy(dict(state)), pipeline_name)
+        resource_state = copy.deepcopy(dict(state))
+        incrementals: list[Incremental[Any]] = []
+        if self._func is not None:
+            # A transformer is called with an item first; which item does not change the start.
+            leading = (None,) if self._data_from is not None else ()
+            _, incrementals = self._bind_arguments(leading, resource_state, pipeline_name)
+        incrementals += self._bind_hinted_incremental(resource_state)
         # Binding refuses an incremental without a cursor_path, so every one here has one.
         return {str(incremental.cursor_path): incremental.start_value for incremental in incrementals}
 
@@ -184,8 +272,10 @@ class Resource:
         """Whether a run binds an incremental: the function declares one, or one is bound as an
         argument (config is read only for the former, so a plan reads no config it need not)."""
         args, kwargs = self._bound_args
-        return declares_incremental(self._func) or any(
-            isinstance(value, Incremental) for value in (*args, *kwargs.values())
+        return (
+            self._hinted_incremental is not None
+            or declares_incremental(self._func)
+            or any(isinstance(value, Incremental) for value in (*args, *kwargs.values()))
         )
 
     def _bind_arguments(
@@ -194,12 +284,22 @@ class Resource:
         """The call's arguments, bound and injected from config, with its incrementals bound to
         a run that finds ``resource_state`` (and writes it)."""
         assert self._func is not None
-        args, kwargs = self._bound_args
+        args, kwargs = list(self._bound_args[0]), dict(self._bound_args[1])
+        parameter = incremental_parameter(self._func)
+        if self._hinted_incremental is not None and parameter is not None:
+            # dlt: an incremental set by hints is the argument, even over one the call passes.
+            at = parameter.index - len(leading)
+            if 0 <= at < len(args):
+                args[at] = self._hinted_incremental
+            else:
+                kwargs[parameter.name] = self._hinted_incremental
+        sections, other_sections = self._config_sections()
         bound = bind_config(
             self._func,
             leading + tuple(args),
-            dict(kwargs),
-            sections=self._sections(),
+            kwargs,
+            sections=sections,
+            other_sections=other_sections,
             pipeline_name=pipeline_name,
         )
         incrementals = bind_incrementals(
@@ -212,6 +312,17 @@ class Resource:
             reset=self.hints.starts_over,
         )
         return bound, incrementals
+
+    def _bind_hinted_incremental(self, resource_state: dict[str, Any]) -> list[Incremental[Any]]:
+        """The hinted incremental bound to a run, where it is a filter of its own (the function
+        declares no incremental argument to take it)."""
+        if self._hinted_incremental is None or declares_incremental(self._func):
+            return []
+        return [
+            self._hinted_incremental.bind(
+                self.name, self.hints.primary_key, resource_state, reset=self.hints.starts_over
+            )
+        ]
 
     def _call_function(self, *leading: Any) -> tuple[Any, list[Incremental[Any]]]:
         """Call the function with bound and injected arguments; its incrementals are bound to
@@ -230,59 +341,34 @@ class Resource:
     def iter_items(self) -> Iterator[Any]:
         """Every data item after the pipe steps and the incremental filter; lists yielded as
         pages are split."""
-        pages, incrementals = self._start()
+        run = self._limit.start()
+        pages, incrementals = self._start(run)
         at = len(self._steps) if self._incremental_at is None else self._incremental_at
         items = _filtered(apply_steps(pages, self._steps[:at]), incrementals, pages)
-        return apply_steps(items, self._steps[at:])
+        items = apply_steps(items, self._steps[at:])
+        return items if self._limit.unlimited else run.counted(items)
 
     def iter_items_from(self, parent_pages: Iterator[Any]) -> Iterator[Any]:
         """A transformer's items for the given parent pages (used when the parent is shared)."""
-        return apply_steps(self._limited(self._transform(parent_pages)), self._steps)
+        return apply_steps(_split(self._transform(parent_pages)), self._steps)
 
-    def _start(self) -> tuple[Iterator[Any], list[Incremental[Any]]]:
+    def _start(self, run: LimitRun) -> tuple[Iterator[Any], list[Incremental[Any]]]:
         """The items the function or data yields (pages split), and its bound incrementals."""
+        hinted = self._bind_hinted_incremental(_resource_state(self.name))
         if self._data_from is not None:
-            return self._limited(self._transform(self._data_from.iter_pages())), []
+            return _split(self._transform(self._data_from.iter_pages())), hinted
         data, incrementals = self._call_function() if self._func is not None else (self._data, [])
-        return self._limited(iterate_any(data)), incrementals
+        return _split(iterate_any(data), run), incrementals + hinted
 
     def _transform(self, parent_items: Iterator[Any]) -> Iterator[Any]:
         for item in parent_items:
-            data, incrementals = self._call_function(item)
+            # A marked parent item: the function gets what it wraps and what it yields
+            # keeps the mark (goes to the table the parent's item was sent to), as in dlt.
+            marked = item if type(item) is MarkedItem else None
+            data, incrementals = self._call_function(item if marked is None else marked.data)
             produced = iterate_any(data)
-            yield from _filtered(produced, incrementals, produced)
-
-    def _limited(self, pages: Iterator[Any]) -> Iterator[Any]:
-        """Items of the yielded pages (a list is a page of items, and so is a list subclass
-        such as a REST client's page, as in dlt), up to the limit."""
-        try:
-            for page in self._limited_pages(pages):
-                if isinstance(page, list) or type(page) is tuple:
-                    yield from page
-                else:
-                    yield page
-        finally:
-            _close(pages)
-
-    def _limited_pages(self, pages: Iterator[Any]) -> Iterator[Any]:
-        """The generator's yields, stopping right after the ``add_limit``-th one so the
-        generator is not resumed for a page nobody will use."""
-        limit, max_time = self._limit, self._limit_time
-        if limit is None and max_time is None:
-            yield from pages
-            return
-        if limit == 0:
-            return
-        started = time.monotonic()
-        count = 0
-        for page in pages:
-            yield page
-            many = self._limit_rows and (isinstance(page, list) or type(page) is tuple)
-            count += len(page) if many else 1
-            if limit is not None and count >= limit:
-                return
-            if max_time is not None and time.monotonic() - started >= max_time:
-                return
+            pages = _filtered(produced, incrementals, produced)
+            yield from pages if marked is None else (marked.with_data(page) for page in pages)
 
     def iter_pages(self) -> Iterator[Any]:
         """Pages after the pipe steps: what a transformer receives, as in dlt (a yielded
@@ -295,11 +381,13 @@ class Resource:
             source = iterate_any(data)
         else:
             source = iterate_any(self._data)
-        return _filtered(self._processed_pages(source), incrementals, source)
+        incrementals += self._bind_hinted_incremental(_resource_state(self.name))
+        pages = _filtered(self._processed_pages(source), incrementals, source)
+        return pages if self._limit.unlimited else limit_pages(pages, self._limit)
 
     def _processed_pages(self, source: Iterator[Any]) -> Iterator[Any]:
         try:
-            for page in self._limited_pages(source):
+            for page in source:
                 if isinstance(page, list) or type(page) is tuple:
                     processed = list(apply_steps(iter(page), self._steps))
                     if processed:
@@ -309,6 +397,12 @@ class Resource:
         finally:
             _close(source)
 
+    def __ror__(self, data: Any) -> Resource:
+        """``[1, 2, 3] | transformer``: feed data to a transformer, as in dlt."""
+        if self._data_from is None and self._func is None:
+            return NotImplemented
+        return Resource(self.name, data, TableHints.build(), selected=False) | self
+
     def __or__(self, transformer: Resource) -> Resource:
         """``resource | transformer``: feed this resource's items to ``transformer``."""
         if not isinstance(transformer, Resource) or transformer._func is None:
@@ -316,6 +410,10 @@ class Resource:
         clone = transformer._clone()
         clone._data_from = self
         return clone
+
+    def copy(self) -> Resource:
+        """A copy whose hints, steps and selection change independently."""
+        return self._clone()
 
     def _clone(self) -> Resource:
         clone = copy.copy(self)
@@ -330,9 +428,17 @@ class Resource:
     def __repr__(self) -> str:
         kind = "transformer" if self.is_transformer else "resource"
         return (
-            f"<{kind} '{self.name}' table={self.table_name!r} "
-            f"write_disposition={self.write_disposition.to_dict()!r}>"
+            f"<{kind} '{self.name}' table={self.table_name!r} write_disposition={self.write_disposition!r}>"
         )
+
+
+def _split(pages: Iterator[Any], run: LimitRun | None = None) -> Iterator[Any]:
+    """The items of the yielded pages (a list is a page of items, and so is a list subclass
+    such as a REST client's page, as in dlt), up to ``run``'s limit."""
+    try:
+        yield from (run or PageLimit().start()).split(pages)
+    finally:
+        _close(pages)
 
 
 def _filtered(items: Iterator[Any], incrementals: list[Incremental[Any]], upstream: Any) -> Iterator[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -39,16 +40,26 @@ class Source:
         return {name: res for name, res in self._resources.items() if res.selected}
 
     def with_resources(self, *names: str) -> Source:
-        """Select exactly ``names`` (and deselect the rest); returns the source."""
+        """A copy of the source with exactly ``names`` selected, as in dlt (this source's
+        selection stays as it is)."""
         unknown = [name for name in names if name not in self._resources]
         if unknown:
             raise ResourceError(
                 f"source '{self.name}' has no resource(s) {', '.join(unknown)}; "
                 f"it has {', '.join(self._resources)}"
             )
-        for name, resource in self._resources.items():
+        clone = copy.copy(self)
+        # Cloned resources keep their origin, so a transformer still finds its parent.
+        clone._resources = {name: resource.copy() for name, resource in self._resources.items()}
+        for name, resource in clone._resources.items():
             resource.selected = name in names
-        return self
+        return clone
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether a selected resource wraps a generator already started (it yields nothing
+        more), as dlt's ``source.exhausted``: extracting such a source loads nothing."""
+        return any(resource.exhausted for resource in self.selected_resources.values())
 
     def __getattr__(self, name: str) -> Resource:
         resources = self.__dict__.get("_resources", {})

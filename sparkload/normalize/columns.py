@@ -118,8 +118,10 @@ def flatten(
 def flatten_element(
     element: T.DataType, column: Column, table: str, level: int, max_nesting: int | None
 ) -> Flattened:
-    """Columns of a nested table from its list element: a dict's fields, or ``value``."""
+    """Columns of a nested table from its list element: a dict's fields, or ``value``; a
+    list in a list is a nested table of its own, ``<table>__list`` (dlt's name)."""
     if isinstance(element, T.StructType):
         return flatten(element, column.getField, table, "", level, max_nesting)
-    wrapped = T.StructType([T.StructField("value", element)])
+    name = "list" if isinstance(element, T.ArrayType) else "value"
+    wrapped = T.StructType([T.StructField(name, element)])
     return flatten(wrapped, lambda _name: column, table, "", level, max_nesting)

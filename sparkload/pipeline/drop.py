@@ -123,18 +123,20 @@ def drop_pipeline_resources(
     """Drop ``resources`` (None: all) of ``pipeline``. The caller holds the pipeline's run
     lock (``Pipeline.drop_resources`` does)."""
     committed = pipeline.state
-    plan = plan_drop(committed, pipeline.dataset, resources, state_only=state_only)
+    plan = plan_drop(committed, pipeline.destination_dataset, resources, state_only=state_only)
     pipeline.drop_pending_packages()
     # Tables first, the state last: the state is the only record of which tables belong to
     # the dropped resources. A drop cut short between the two leaves a state that still
     # names them, so running the drop again finds what is left, deletes it and commits.
     # Committing first would leave tables that nothing names any more.
     for table in plan.tables:
-        pipeline.dataset.drop_table(table)
+        pipeline.destination_dataset.drop_table(table)
     new_state = state_store.next_version(committed, state_after(committed, plan))
     changed = new_state.get("_state_version") != committed.get("_state_version")
     if changed:
         drop_id = f"drop_{time.time():.6f}"
-        state_store.write_destination(pipeline.dataset, pipeline.pipeline_name, new_state, drop_id)
+        state_store.write_destination(
+            pipeline.destination_dataset, pipeline.pipeline_name, new_state, drop_id
+        )
         state_store.write_local(pipeline.working_dir, new_state)
     return DropResult(plan, new_state, changed)

@@ -62,6 +62,7 @@ from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
 from sparkload.pipeline import pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import state as state_store
+from sparkload.pipeline.dataset_reader import ReadableDataset
 from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
 from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_jobs import extract_jobs
@@ -161,7 +162,7 @@ class Pipeline:
         self._reachable_dir = reachable_path(str(self.working_dir))
         pipeline_file.write_pipeline_file(self.working_dir, destination, self.dataset_name)
         # The tables this pipeline loads into (the engine starts when one is first touched).
-        self.dataset: Dataset = destination.dataset(
+        self.destination_dataset: Dataset = destination.dataset(
             lambda: self.spark, self.dataset_name, str(self.working_dir)
         )
         context.remember_pipeline(self)
@@ -173,7 +174,7 @@ class Pipeline:
         if self._spark is None:
             spark = resolve_spark(self._spark_arg)
             require_delta(spark)
-            check_engine_sees(spark, self._reachable_dir, self.dataset.checked_folder)
+            check_engine_sees(spark, self._reachable_dir, self.destination_dataset.checked_folder)
             self._spark = spark
         return self._spark
 
@@ -187,7 +188,7 @@ class Pipeline:
     @property
     def dataset_uri(self) -> str:
         """The dataset's folder, or ``catalog.schema`` for tables in a catalog."""
-        return self.dataset.shown
+        return self.destination_dataset.shown
 
     @property
     def packages_dir(self) -> Path:
@@ -202,7 +203,7 @@ class Pipeline:
     def _staged(self) -> Folder:
         """Normalized packages waiting for their load, beside the data (or in the catalog
         destination's staging folder) so that any machine running this pipeline finishes them."""
-        return self.dataset.staging_folder(self.pipeline_name)
+        return self.destination_dataset.staging_folder(self.pipeline_name)
 
     @property
     def state(self) -> dict[str, Any]:
@@ -223,11 +224,13 @@ class Pipeline:
             local = state_store.read_local(self.working_dir)
             local_version = int(local["_state_version"]) if local else 0
             remote = state_store.read_destination(
-                self.dataset, self.pipeline_name, known_version=local_version
+                self.destination_dataset, self.pipeline_name, known_version=local_version
             )
             if remote is None and local_version > 0:
                 # Not another run's doing (that leaves a newer state): the dataset is gone.
-                raise DestinationStateMissingError(self.pipeline_name, self.dataset.shown, local_version)
+                raise DestinationStateMissingError(
+                    self.pipeline_name, self.destination_dataset.shown, local_version
+                )
             if local is None and remote is not None:
                 state_store.write_local(self.working_dir, remote)  # the cache, restored
             candidates = [s for s in (local, remote) if s is not None]
@@ -242,13 +245,19 @@ class Pipeline:
     def table(self, name: str) -> Any:
         """A destination table as a PySpark DataFrame: ``name`` as the resource gave it, or a
         nested table's ``parent__child`` path, normalized as the load names tables."""
-        table = self.dataset.table(normalize_column_path(name))
+        table = self.destination_dataset.table(normalize_column_path(name))
         if not table.exists():
-            raise SparkloadError(f"table '{name}' does not exist in {self.dataset.shown}")
+            raise SparkloadError(f"table '{name}' does not exist in {self.destination_dataset.shown}")
         return table.read()
 
     # -- the steps ----------------------------------------------------------------------------
     @_locked
+    def dataset(self, schema: Any = None) -> ReadableDataset:
+        """dlt's ``pipeline.dataset()``: the loaded tables to read, as Spark DataFrames,
+        Arrow, pandas or rows. A sparkload pipeline has one schema, so ``schema`` (accepted
+        for dlt's signature) changes nothing."""
+        return ReadableDataset(self.destination_dataset, self._session_scope)
+
     def run(
         self,
         data: Any = None,
@@ -477,7 +486,7 @@ class Pipeline:
 
         def destination_schema(table: str) -> Any:
             # A replaced table takes the load's types; other tables keep theirs.
-            return None if replacing else self.dataset.table(table).schema()
+            return None if replacing else self.destination_dataset.table(table).schema()
 
         normalizer = TableNormalizer(self.spark, package.load_id, extracted.hints, destination_schema)
         try:
@@ -516,7 +525,7 @@ class Pipeline:
                     self._claim(package, normalized["base_version"])
                 loader = Loader(
                     self.spark,
-                    self.dataset,
+                    self.destination_dataset,
                     package,
                     on_table=self.progress.table,
                     on_destructive_change=self.on_destructive_change,
@@ -526,7 +535,7 @@ class Pipeline:
                 new_state = state_store.loads_state(normalized["state"])
                 if new_state.get("_state_version", 0) > self._synced_state().get("_state_version", 0):
                     state_store.write_destination(
-                        self.dataset, self.pipeline_name, new_state, package.load_id
+                        self.destination_dataset, self.pipeline_name, new_state, package.load_id
                     )
                     state_store.write_local(self.working_dir, new_state)
                     self._state = new_state
@@ -568,11 +577,13 @@ class Pipeline:
         """Before a package's first commit: check that no other run loaded since it was
         extracted, then mark it started, so that from here on it is always finished."""
         committed = state_store.destination_version(
-            self.dataset, self.pipeline_name, known_version=base_version
+            self.destination_dataset, self.pipeline_name, known_version=base_version
         )
         if committed == 0 and base_version > 0:
             # No run commits version 0 over a later one: the dataset is gone, not overtaken.
-            raise DestinationStateMissingError(self.pipeline_name, self.dataset.shown, base_version)
+            raise DestinationStateMissingError(
+                self.pipeline_name, self.destination_dataset.shown, base_version
+            )
         check_not_overtaken(self.pipeline_name, package.load_id, base_version, committed)
         package.write(LOADED_MANIFEST, {})
 

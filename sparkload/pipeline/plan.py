@@ -158,11 +158,11 @@ class Plan:
 def fingerprint(pipeline: Pipeline, tables: Iterable[str]) -> dict[str, Any]:
     return {
         "state_version": state_store.destination_version(
-            pipeline.dataset,
+            pipeline.destination_dataset,
             pipeline.pipeline_name,
             known_version=int(pipeline.state.get("_state_version", 0)),
         ),
-        "tables": {name: pipeline.dataset.table(name).version() for name in tables},
+        "tables": {name: pipeline.destination_dataset.table(name).version() for name in tables},
     }
 
 
@@ -228,7 +228,7 @@ def _table_plan(
     name = normalize_table_name(str(resource.table_name))
     wd = resource.hints.write_disposition
     disposition = wd.disposition + (f"/{wd.strategy}" if wd.strategy else "")
-    existing = pipeline.dataset.table(name).schema()
+    existing = pipeline.destination_dataset.table(name).schema()
     if normalized is not None:
         incoming = {
             spec.name: spec.spark_type for table in normalized if table.name == name for spec in table.columns

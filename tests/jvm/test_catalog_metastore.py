@@ -45,8 +45,8 @@ pipeline = sl.pipeline(
 print(pipeline.run(customers()))
 rows = spark.read.table("spark_catalog.crm.customers").orderBy("id").collect()
 print("ROWS", [(row["id"], row["updated"]) for row in rows])
-print("LOCATION", pipeline.dataset.table("customers").location())
-print("NESTED", pipeline.dataset.table("customers__tags").location())
+print("LOCATION", pipeline.destination_dataset.table("customers").location())
+print("NESTED", pipeline.destination_dataset.table("customers__tags").location())
 """
 
 

@@ -19,11 +19,15 @@ restatement all go through.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime
 import inspect
+import types
+import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
+from sparkload.common import context
 from sparkload.exceptions import IncrementalUnboundError, ResourceError
 from sparkload.extract.incremental.external_schedulers import (
     external_bound,
@@ -38,11 +42,13 @@ from sparkload.extract.incremental.transform import (
     row_digest,
     transform_kind,
 )
+from sparkload.extract.mark import MarkedItem
 
 __all__ = [
     "Incremental",
     "bind_incrementals",
     "declares_incremental",
+    "incremental_parameter",
     "external_bound",
     "external_interval",
     "row_digest",
@@ -62,6 +68,9 @@ class Incremental(Generic[TCursor]):
 
     # Set by ``incremental[T]``: the cursor's type when no initial_value shows it.
     declared_type: ClassVar[type | None] = None
+    # dlt's sentinel for "no incremental" (``apply_hints(incremental=Incremental.EMPTY)``
+    # removes one set by hints); set below the class.
+    EMPTY: ClassVar[Incremental[Any]]
 
     # Arguments that config can give one by one (``SOURCES__<ARG>__CURSOR_PATH``).
     config_fields = (
@@ -162,7 +171,27 @@ class Incremental(Generic[TCursor]):
             return False
         return self.end_out_of_range if self.row_order == "asc" else self.start_out_of_range
 
+    @classmethod
+    def from_existing_state(cls, resource_name: str, cursor_path: str) -> Incremental[Any]:
+        """dlt's: the incremental on ``cursor_path`` of ``resource_name`` as the running
+        extraction's state holds it, its ``initial_value`` and ``last_value`` readable (only
+        inside a running resource, where the state being written is)."""
+        resource_state = context.resource_state(resource_name)
+        if cursor_path not in resource_state.get("incremental", {}):
+            raise ResourceError(
+                f"resource '{resource_name}' has no incremental state for cursor '{cursor_path}'"
+            )
+        initial_value = resource_state["incremental"][cursor_path]["initial_value"]
+        return cls(cursor_path, initial_value=initial_value).bind(resource_name, (), resource_state)
+
     # -- binding -----------------------------------------------------------------------------------
+    def with_initial_value(self, initial_value: Any) -> Incremental[TCursor]:
+        """A copy starting from ``initial_value``: what a plain value (None included) passed
+        for an incremental argument means, as in dlt (``r(created_at=4242)``)."""
+        changed = copy.copy(self)
+        changed.initial_value = changed.start_value = initial_value
+        return changed
+
     def merged_with(self, declared: Incremental[Any]) -> Incremental[Any]:
         """An override passed to a resource (``repo_issues(created_at=incremental(initial_value=…))``)
         takes what it does not set from the incremental the function declares."""
@@ -281,6 +310,10 @@ class Incremental(Generic[TCursor]):
                 upstream.close()
 
     def _filter_item(self, item: Any) -> Any:
+        if type(item) is MarkedItem:
+            # A mark (``sl.mark.with_table_name``) is filtered by what it wraps, as in dlt.
+            kept = self._filter_item(item.data)
+            return None if kept is None else item.with_data(kept)
         transform = self._bound()
         kind = transform_kind(item)
         if type(transform) is not kind:
@@ -300,16 +333,36 @@ def _one_of(name: str, value: Any, allowed: tuple[Any, ...]) -> None:
 
 _TYPED: dict[tuple[type, type], type] = {}
 
+Incremental.EMPTY = Incremental()
+
 
 def declares_incremental(func: Callable[..., Any] | None) -> bool:
     """Whether a resource function takes an incremental (as a default or by annotation)."""
+    return incremental_parameter(func) is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class IncrementalParameter:
+    """The argument of a resource function that takes its incremental."""
+
+    name: str
+    index: int  # position among the parameters
+    default_incremental: Incremental[Any] | None
+
+
+def incremental_parameter(func: Callable[..., Any] | None) -> IncrementalParameter | None:
+    """The first parameter of ``func`` taking an incremental (by default or annotation)."""
     if func is None:
-        return False
+        return None
     try:
-        parameters = inspect.signature(func, eval_str=True).parameters.values()
+        parameters = list(inspect.signature(func, eval_str=True).parameters.values())
     except (TypeError, ValueError, NameError, SyntaxError):
-        return False
-    return any(isinstance(p.default, Incremental) or _annotated_incremental(p.annotation) for p in parameters)
+        return None
+    for index, p in enumerate(parameters):
+        if isinstance(p.default, Incremental) or _annotated_incremental(p.annotation):
+            default = p.default if isinstance(p.default, Incremental) else None
+            return IncrementalParameter(p.name, index, default)
+    return None
 
 
 def bind_incrementals(
@@ -325,13 +378,28 @@ def bind_incrementals(
     for name, param in parameters.items():
         value = arguments.get(name, MISSING)
         declared = param.default if isinstance(param.default, Incremental) else None
-        if isinstance(value, Mapping) and (declared is not None or _annotated_incremental(param.annotation)):
+        if value is Incremental.EMPTY or declared is Incremental.EMPTY:
+            raise ResourceError(
+                f"resource '{resource_name}': Incremental.EMPTY is not an argument's value or "
+                f"default ('{name}'); pass None to start the incremental from no initial value"
+            )
+        wants_incremental = declared is not None or _annotated_incremental(param.annotation)
+        if isinstance(value, Mapping) and wants_incremental:
             value = Incremental(**dict(value))  # from config: {cursor_path = …, initial_value = …}
+        elif isinstance(value, Incremental) or value is MISSING:
+            pass
+        elif declared is not None:
+            value = declared = declared.with_initial_value(value)  # nothing left to merge
+        elif wants_incremental and value is not None:
+            raise ResourceError(
+                f"resource '{resource_name}': '{name}' takes an incremental and declares none to "
+                f"give the initial value {value!r} to; pass sl.sources.incremental(...)"
+            )
         if not isinstance(value, Incremental):
             continue
         if declared is not None and value is not declared:
             value = value.merged_with(declared)
-        annotated_type = getattr(param.annotation, "declared_type", None)
+        annotated_type = _annotated_cursor_type(param.annotation)
         if value.cursor_type is None and annotated_type is not None:  # ``x: incremental[int] = …``
             value = copy.copy(value)
             value.cursor_type = annotated_type
@@ -341,6 +409,18 @@ def bind_incrementals(
     return bound
 
 
+def _annotated_cursor_type(annotation: Any) -> type | None:
+    """The cursor type of ``incremental[int]`` (or ``Optional[incremental[int]]``)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        found = (_annotated_cursor_type(member) for member in typing.get_args(annotation))
+        return next((kind for kind in found if kind is not None), None)
+    kind = getattr(annotation, "declared_type", None)
+    return kind if isinstance(kind, type) else None
+
+
 def _annotated_incremental(annotation: Any) -> bool:
+    """Whether ``annotation`` is an incremental type, ``Optional[incremental[int]]`` included."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_annotated_incremental(member) for member in typing.get_args(annotation))
     origin = getattr(annotation, "__origin__", annotation)
     return isinstance(origin, type) and issubclass(origin, Incremental)

@@ -1,0 +1,155 @@
+"""dlt's item marks: ``sl.mark.with_table_name``, ``sl.mark.with_hints``, ``sl.mark.make_hints``.
+
+A resource yields ``with_table_name(item, "orders")`` to send that one item to another
+table, and ``with_hints(item, make_hints(...))`` to change its hints from that item on. A
+mark wraps the item (a dict, a list of them, an Arrow table, a pandas frame, a value): pipe
+steps run on what it wraps and keep the mark (``pipes.py``), and the extractor routes it
+(``extractor.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sparkload.exceptions import ResourceError
+from sparkload.extract.hints import TableHints
+
+# The hints of dlt's make_hints that a table of sparkload has.
+SUPPORTED_HINTS = ("table_name", "write_disposition", "columns", "primary_key", "merge_key")
+# The rest of dlt's make_hints keywords: refused by name, since ignoring one would load the
+# data otherwise than the script asks.
+UNSUPPORTED_HINTS = (
+    "parent_table_name",
+    "schema_contract",
+    "table_format",
+    "file_format",
+    "additional_table_hints",
+    "references",
+    "incremental",
+    "nested_hints",
+)
+# table_format="delta" asks for what sparkload always writes.
+_NATIVE_TABLE_FORMAT = "delta"
+
+
+class MarkedItem:
+    """An item with the table it goes to or the hints it brings (dlt's DataItemWithMeta).
+
+    Not a dataclass: the row serializer would write a dataclass as a dict, so a mark that
+    reached it unrouted would land as columns instead of failing."""
+
+    __slots__ = ("create_table_variant", "data", "hints", "table_name")
+
+    def __init__(
+        self,
+        data: Any,
+        table_name: str | None = None,
+        hints: Mapping[str, Any] | None = None,
+        create_table_variant: bool = False,
+    ) -> None:
+        self.data = data
+        self.table_name = table_name
+        self.hints = hints
+        self.create_table_variant = create_table_variant
+
+    def with_data(self, data: Any) -> MarkedItem:
+        """The same mark on other data (what a map step made of the marked item)."""
+        return MarkedItem(data, self.table_name, self.hints, self.create_table_variant)
+
+    def __repr__(self) -> str:
+        mark = f"table_name={self.table_name!r}" if self.hints is None else f"hints={self.hints!r}"
+        return f"<item marked by sl.mark, {mark}: {self.data!r}>"
+
+
+def with_table_name(item: Any, table_name: str) -> MarkedItem:
+    """Send ``item`` to the table ``table_name``, with the resource's hints (dlt's
+    ``dlt.mark.with_table_name``)."""
+    return MarkedItem(item, table_name=_table_name(table_name, "with_table_name"))
+
+
+def with_hints(
+    item: Any, hints: Mapping[str, Any] | None = None, create_table_variant: bool = False
+) -> MarkedItem:
+    """Apply ``hints`` (made with :func:`make_hints`) to the resource from ``item`` on, for the
+    rest of the run; with ``create_table_variant=True`` they are the hints of the table
+    ``hints["table_name"]`` only, which ``item`` goes to (dlt's ``dlt.mark.with_hints``)."""
+    checked = _checked_hints(hints or {})
+    if create_table_variant:
+        name = checked.get("table_name")
+        if not isinstance(name, str):
+            raise ResourceError(
+                "sl.mark.with_hints(create_table_variant=True) needs a table_name (a string) in its hints"
+            )
+        if any(callable(value) for value in checked.values()):
+            raise ResourceError(f"the hints of the table variant '{name}' cannot be functions of the item")
+    return MarkedItem(item, hints=checked, create_table_variant=create_table_variant)
+
+
+def make_hints(
+    table_name: Any = None,
+    parent_table_name: Any = None,
+    write_disposition: Any = None,
+    columns: Any = None,
+    primary_key: Any = None,
+    merge_key: Any = None,
+    schema_contract: Any = None,
+    table_format: Any = None,
+    file_format: Any = None,
+    additional_table_hints: Any = None,
+    references: Any = None,
+    incremental: Any = None,
+    nested_hints: Any = None,
+) -> dict[str, Any]:
+    """Hints for :func:`with_hints`, with dlt's keywords; only those given (not None) are set.
+
+    A keyword sparkload has no equivalent for raises ``ResourceError`` naming it."""
+    given = {
+        "table_name": table_name,
+        "parent_table_name": parent_table_name,
+        "write_disposition": write_disposition,
+        "columns": columns,
+        "primary_key": primary_key,
+        "merge_key": merge_key,
+        "schema_contract": schema_contract,
+        "table_format": table_format,
+        "file_format": file_format,
+        "additional_table_hints": additional_table_hints,
+        "references": references,
+        "incremental": incremental,
+        "nested_hints": nested_hints,
+    }
+    return _checked_hints({name: value for name, value in given.items() if value is not None})
+
+
+def _checked_hints(hints: Mapping[str, Any]) -> dict[str, Any]:
+    """``hints`` with only what sparkload can honour, each value checked now, where the
+    script makes the mark, rather than when the item is written."""
+    if not isinstance(hints, Mapping):
+        raise ResourceError(f"sl.mark.with_hints takes hints made by sl.mark.make_hints, got {hints!r}")
+    checked = dict(hints)
+    if checked.get("table_format") == _NATIVE_TABLE_FORMAT:
+        del checked["table_format"]
+    for name in checked:
+        if name in UNSUPPORTED_HINTS:
+            raise ResourceError(
+                f"sl.mark: the hint {name!r} has no equivalent in sparkload (it takes "
+                f"{', '.join(SUPPORTED_HINTS)}); leave it out"
+            )
+        if name not in SUPPORTED_HINTS:
+            raise ResourceError(f"sl.mark: unknown hint {name!r}; hints are {', '.join(SUPPORTED_HINTS)}")
+    if "table_name" in checked and not callable(checked["table_name"]):
+        checked["table_name"] = _table_name(checked["table_name"], "make_hints")
+    for name in ("write_disposition", "columns", "primary_key", "merge_key"):
+        if callable(checked.get(name)):
+            raise ResourceError(
+                f"sl.mark: the hint {name!r} cannot be a function of the item (only table_name can)"
+            )
+    TableHints().merge(**checked)  # raises on a value the resource's hints would refuse
+    return checked
+
+
+def _table_name(name: Any, caller: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise ResourceError(f"sl.mark.{caller}: the table name must be a non-empty string, got {name!r}")
+    return name
