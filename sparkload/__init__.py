@@ -14,6 +14,7 @@ from sparkload.exceptions import (
     HintCombinationError,
     HTTPRequestError,
     IncrementalCursorError,
+    IncrementalRangeError,
     IncrementalUnboundError,
     InvalidNameError,
     LoadError,
@@ -32,6 +33,7 @@ from sparkload.exceptions import (
 )
 from sparkload.extract import mark
 from sparkload.extract.decorators import resource, source, transformer
+from sparkload.extract.defer import defer
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
@@ -55,6 +57,7 @@ __all__ = [
     "ExtractError",
     "Incremental",
     "IncrementalCursorError",
+    "IncrementalRangeError",
     "IncrementalUnboundError",
     "InvalidNameError",
     "LoadError",
@@ -79,6 +82,7 @@ __all__ = [
     "attach",
     "config",
     "current",
+    "defer",
     "destinations",
     "exceptions",
     "incremental",

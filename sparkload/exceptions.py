@@ -115,6 +115,24 @@ class IncrementalUnboundError(ResourceError):
         self.cursor_path = cursor_path
 
 
+class IncrementalRangeError(ResourceError):
+    """An incremental's ``initial_value`` and ``end_value`` make no range: an end without a
+    start, an end before the start in ``last_value_func``'s order, values of types that do
+    not compare. Raised when the resource starts, before anything is extracted."""
+
+    def __init__(
+        self, resource: str | None, cursor_path: str | None, initial_value: Any, end_value: Any, detail: str
+    ) -> None:
+        super().__init__(
+            f"resource '{resource}': incremental on '{cursor_path}' has initial_value="
+            f"{initial_value!r} and end_value={end_value!r}: {detail}"
+        )
+        self.resource = resource
+        self.cursor_path = cursor_path
+        self.initial_value = initial_value
+        self.end_value = end_value
+
+
 class ExtractError(SparkloadError):
     """Extraction failed; names the resource and, where known, the item's position."""
 

@@ -256,7 +256,7 @@ def test_a_catalog_table_is_read_by_name(catalog_pipeline: sl.Pipeline) -> None:
     catalog_pipeline.run(users(6), table_name="users")
     dataset = catalog_pipeline.dataset()
     assert dataset.tables == ["users", "users__tags", "_sparkload_pipeline_state"]
-    location = catalog_pipeline.dataset.table("users").location()
+    location = catalog_pipeline.destination_dataset.table("users").location()
     expected = by_id(deltalake.DeltaTable(location).to_pyarrow_table().to_pylist())
     assert by_id(dataset.users.arrow().to_pylist()) == expected
     assert dict(dataset.row_counts().fetchall()) == {"users": 6, "users__tags": 12}

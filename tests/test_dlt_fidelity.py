@@ -609,3 +609,246 @@ def test_data_piped_into_a_transformer(pipeline: sl.Pipeline) -> None:
     assert [row["y"] for row in [1, 2, 3] | t] == [2, 4, 6]
     assert pipeline.run([1, 2, 3] | t).row_counts == {"t": 3}
     assert sorted(row["y"] for row in delta_rows(pipeline, "t")) == [2, 4, 6]
+
+
+# -- validation dlt does: incremental ranges, merge keys, scd2 hints and history ----------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"initial_value": 10, "end_value": 5}, "must be higher than initial_value"),
+        ({"initial_value": 5, "end_value": 10, "last_value_func": min}, "must be lower than initial_value"),
+        ({"initial_value": 5, "end_value": "10"}, "cannot be compared"),
+        ({"end_value": 5}, "without an initial_value"),
+    ],
+    ids=["max-end-before-start", "min-end-after-start", "int-and-str", "end-without-start"],
+)
+def test_an_incremental_range_that_makes_no_range_is_refused_when_the_resource_runs(
+    pipeline: sl.Pipeline, arguments: dict[str, Any], problem: str
+) -> None:
+    """dlt 1.31 builds such an incremental and the resource without a word, and refuses it
+    (ConfigurationValueError) when it is resolved: at the run's extract, or when the resource
+    is iterated. An equal initial_value and end_value is an empty range, not an error."""
+
+    @sl.resource(name="r")
+    def r(u: Any = sl.sources.incremental("u", **arguments)) -> Iterator[dict[str, int]]:
+        yield from ({"u": value} for value in range(1, 12))
+
+    resource = r()  # declaring and calling it is fine, as in dlt
+    with pytest.raises(sl.IncrementalRangeError, match=problem) as refused:
+        list(resource)
+    assert (refused.value.resource, refused.value.cursor_path) == ("r", "u")
+    assert refused.value.end_value == arguments["end_value"]
+    with pytest.raises(sl.PipelineStepFailed) as failed:
+        pipeline.run(r())
+    assert failed.value.step == "extract"
+    assert isinstance(failed.value.__cause__, sl.IncrementalRangeError)
+    assert "r" not in pipeline.destination_dataset.user_tables()
+
+    @sl.resource(name="e")
+    def e(u: Any = sl.sources.incremental("u", initial_value=5, end_value=5)) -> Iterator[dict[str, int]]:
+        yield from ({"u": value} for value in range(1, 12))
+
+    assert list(e()) == []
+
+
+def _merge_resource(rows: list[dict[str, Any]], **hints: Any) -> Any:
+    return sl.resource(rows, name="t", **hints)
+
+
+@pytest.mark.parametrize(
+    "disposition",
+    ["merge", {"disposition": "merge", "strategy": "scd2"}],
+    ids=["delete-insert", "scd2"],
+)
+def test_a_null_merge_key_is_refused_before_any_commit(pipeline: sl.Pipeline, disposition: Any) -> None:
+    """dlt 1.31 refuses a NULL in a merge key column (and in a primary key column) in its
+    normalize step: "Cannot coerce NULL in table `t` column `day` which is not nullable".
+    sparkload replaced the stored NULL group with delete-insert, and never retired it with
+    scd2; now it refuses before any commit."""
+    from conftest import delta_version
+
+    first = [{"id": 1, "day": 1, "v": "a"}, {"id": 2, "day": 2, "v": "b"}]
+    pipeline.run(_merge_resource(first, write_disposition=disposition, merge_key="day"))
+    version = delta_version(pipeline, "t")
+    second = [{"id": 3, "day": 1, "v": "c"}, {"id": 4, "day": None, "v": "d"}]
+    with pytest.raises(sl.PipelineStepFailed) as failed:
+        pipeline.run(_merge_resource(second, write_disposition=disposition, merge_key="day"))
+    error = failed.value.__cause__
+    assert isinstance(error, sl.LoadError)
+    assert (error.table, error.column) == ("t", "day")
+    assert "NULL" in str(error)
+    assert delta_version(pipeline, "t") == version
+    assert sorted(row["id"] for row in delta_rows(pipeline, "t")) == [1, 2]
+
+
+def test_a_null_primary_key_in_a_merge_is_refused(pipeline: sl.Pipeline) -> None:
+    """dlt 1.31 refuses a NULL primary key value in normalize (the column is not nullable)."""
+    rows = [{"id": 1, "v": "a"}, {"id": None, "v": "b"}]
+    with pytest.raises(sl.PipelineStepFailed) as failed:
+        pipeline.run(_merge_resource(rows, write_disposition="merge", primary_key="id"))
+    assert isinstance(failed.value.__cause__, sl.NormalizeError)
+    assert failed.value.__cause__.column == "id"
+    assert "t" not in pipeline.destination_dataset.user_tables()
+
+
+@pytest.mark.parametrize(
+    "disposition",
+    ["merge", {"disposition": "merge", "strategy": "scd2"}],
+    ids=["delete-insert", "scd2"],
+)
+def test_a_merge_key_missing_from_the_data_is_refused_before_any_commit(
+    pipeline: sl.Pipeline, disposition: Any
+) -> None:
+    """dlt 1.31, normalize: "The following columns in table `t` did not receive any data
+    during this load: day (marked as non-nullable merge key and must have values)", on the
+    first load too. sparkload loaded the first and failed inside the engine's commit on the
+    second; now both are refused, naming the key and the table, before any commit."""
+    from conftest import delta_version
+
+    with pytest.raises(sl.PipelineStepFailed) as failed:
+        pipeline.run(_merge_resource([{"id": 1, "v": "a"}], write_disposition=disposition, merge_key="day"))
+    error = failed.value.__cause__
+    assert isinstance(error, sl.LoadError)
+    assert (error.table, error.column) == ("t", "day")
+    assert "t" not in pipeline.destination_dataset.user_tables()
+    pipeline.drop_pending_packages()
+
+    first = [{"id": 1, "day": 1, "v": "a"}]
+    pipeline.run(_merge_resource(first, write_disposition=disposition, merge_key="day"))
+    version = delta_version(pipeline, "t")
+    with pytest.raises(sl.PipelineStepFailed) as failed:
+        pipeline.run(_merge_resource([{"id": 2, "v": "b"}], write_disposition=disposition, merge_key="day"))
+    assert isinstance(failed.value.__cause__, sl.LoadError)
+    assert failed.value.__cause__.column == "day"
+    assert delta_version(pipeline, "t") == version
+
+
+@pytest.mark.parametrize("value", ["not a time", "2024-13-45"])
+@pytest.mark.parametrize("option", ["boundary_timestamp", "active_record_timestamp"])
+def test_an_scd2_timestamp_that_is_no_time_is_refused_when_the_hint_is_set(option: str, value: str) -> None:
+    """dlt 1.31 raises "could not parse `boundary_timestamp` value `not a time`" from
+    apply_hints and from the decorator, for both timestamp options; a date, ISO text and a
+    Unix timestamp (an int) are accepted."""
+    disposition = {"disposition": "merge", "strategy": "scd2", option: value}
+    resource = sl.resource([{"id": 1}], name="t")
+    with pytest.raises(sl.ResourceError, match=f"{option}.*{value}"):
+        resource.apply_hints(write_disposition=disposition)
+    with pytest.raises(sl.ResourceError, match=f"{option}.*{value}"):
+        sl.resource([{"id": 1}], name="t", write_disposition=disposition)
+
+
+def test_an_scd2_boundary_given_as_a_unix_timestamp_is_taken_in_seconds(pipeline: sl.Pipeline) -> None:
+    """dlt 1.31 accepts an int boundary_timestamp (a Unix timestamp)."""
+    disposition = {"disposition": "merge", "strategy": "scd2", "boundary_timestamp": 1704067200}
+    pipeline.run(sl.resource([{"id": 1}], name="t", write_disposition=disposition))
+    (row,) = delta_rows(pipeline, "t")
+    assert row["_sparkload_valid_from"].isoformat() == "2024-01-01T00:00:00+00:00"
+
+
+@pytest.mark.parametrize(
+    ("disposition", "primary_key"),
+    [("append", None), ("merge", "id"), ({"disposition": "merge", "strategy": "upsert"}, "id")],
+    ids=["append", "delete-insert", "upsert"],
+)
+def test_a_table_with_scd2_history_refuses_another_disposition_before_any_commit(
+    pipeline: sl.Pipeline, disposition: Any, primary_key: str | None
+) -> None:
+    """dlt 1.31 appends such rows with NULL valid_from and valid_to (they pass as current
+    versions), and a later merge of that table still ran as scd2. sparkload failed inside
+    the engine ("NOT NULL constraint violated for column: _sparkload_valid_from"); now it
+    refuses before any commit, naming the table and the column. Replace rebuilds the table."""
+    from conftest import delta_version
+
+    scd2 = {"disposition": "merge", "strategy": "scd2"}
+    pipeline.run(sl.resource([{"id": 1, "v": "a"}], name="t", write_disposition=scd2))
+    version = delta_version(pipeline, "t")
+    with pytest.raises(sl.PipelineStepFailed) as failed:
+        pipeline.run(
+            sl.resource(
+                [{"id": 2, "v": "b"}], name="t", write_disposition=disposition, primary_key=primary_key
+            )
+        )
+    error = failed.value.__cause__
+    assert isinstance(error, sl.LoadError)
+    assert (error.table, error.column) == ("t", "_sparkload_valid_from")
+    assert "scd2" in str(error)
+    assert delta_version(pipeline, "t") == version
+    pipeline.drop_pending_packages()
+    pipeline.run(sl.resource([{"id": 3, "v": "c"}], name="t", write_disposition="replace"))
+    assert [row["id"] for row in delta_rows(pipeline, "t")] == [3]
+
+
+def test_an_appended_table_switched_to_scd2_is_refused_with_the_way_out(pipeline: sl.Pipeline) -> None:
+    """dlt 1.31 adds the validity columns and closes every stored row at the first scd2
+    load (valid_from NULL, valid_to the boundary), inserting the load's rows as new versions:
+    rows of unknown start, kept as history. sparkload refuses (its rows have no validity to
+    keep) before any commit, and says how to start the history."""
+    from conftest import delta_version
+
+    pipeline.run(sl.resource([{"id": 1, "v": "a"}], name="t"))
+    version = delta_version(pipeline, "t")
+    scd2 = {"disposition": "merge", "strategy": "scd2"}
+    with pytest.raises(sl.PipelineStepFailed) as failed:
+        pipeline.run(sl.resource([{"id": 1, "v": "a"}], name="t", write_disposition=scd2))
+    error = failed.value.__cause__
+    assert isinstance(error, sl.LoadError)
+    assert error.table == "t"
+    assert "drop --resources" in str(error)
+    assert delta_version(pipeline, "t") == version
+
+
+def test_source_state_in_a_source_body_and_outside_a_run(pipeline: sl.Pipeline) -> None:
+    """dlt 1.31: in a source function's body, ``source_state()`` is the source's state as
+    the pipeline last committed it, and what the body writes there is not kept; iterating
+    the source (or its resource) by hand outside a run sees the same, and its writes are not
+    kept either. Inside a run, a resource's writes are committed."""
+    seen: dict[str, Any] = {}
+
+    @sl.source(name="src")
+    def src() -> Any:
+        state = sl.current.source_state()
+        seen["body"] = state.get("count")
+        state["from_body"] = True
+
+        @sl.resource(name="r")
+        def r() -> Iterator[dict[str, int]]:
+            state = sl.current.source_state()
+            seen["resource"] = state.get("count")
+            state["count"] = state.get("count", 0) + 1
+            yield {"id": 1}
+
+        return r
+
+    pipeline.run(src())
+    assert seen == {"body": None, "resource": None}
+    pipeline.run(src())
+    assert seen == {"body": 1, "resource": 1}
+    committed = pipeline.state["sources"]["src"]
+    assert committed["count"] == 2
+    assert "from_body" not in committed
+
+    seen.clear()
+    assert list(src()) == [{"id": 1}]
+    assert seen == {"body": 2, "resource": 2}
+    assert pipeline.state["sources"]["src"]["count"] == 2  # a hand iteration commits nothing
+    with pytest.raises(sl.SparkloadError):
+        sl.current.source_state()  # outside a source or a resource there is no source
+
+
+@pytest.mark.parametrize("no_key", [[], ()], ids=["list", "tuple"])
+def test_an_empty_incremental_primary_key_turns_boundary_deduplication_off(
+    pipeline: sl.Pipeline, no_key: Any
+) -> None:
+    """dlt 1.31: ``primary_key=[]`` (or ``()``) on an incremental keeps no hashes, so the
+    rows at the last value are loaded again by the next run (3 rows at u=2 after two runs);
+    without it they are recognised and skipped."""
+
+    @sl.resource(name="r")
+    def r(u: Any = sl.sources.incremental("u", primary_key=no_key)) -> Iterator[dict[str, int]]:
+        yield from [{"id": 1, "u": 1}, {"id": 2, "u": 2}]
+
+    pipeline.run(r())
+    pipeline.run(r())
+    assert sorted(row["u"] for row in delta_rows(pipeline, "r")) == [1, 2, 2]

@@ -24,6 +24,9 @@ INTERNAL_EXCEPTIONS = {
     ("normalize/json_schema.py", "SchemaConflict"),
     # A bound that cannot be a literal: its caller runs the statement without it.
     ("common/literals.py", "UnrenderableLiteral"),
+    # A file sl.mark.with_file_import names cannot be staged: the extractor turns it into
+    # an ExtractError naming the resource.
+    ("extract/storage.py", "ImportedFileError"),
 }
 
 

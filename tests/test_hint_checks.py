@@ -40,11 +40,6 @@ def _resource(calls: list[str], **hints: Any) -> Any:
             "SCD Type 2 by time or by column identifies records by primary_key",
         ),
         (
-            {"write_disposition": {"disposition": "merge", "strategy": "scd2",
-                                   "active_record_timestamp": "not a time"}},
-            "active_record_timestamp",
-        ),
-        (
             {"write_disposition": {"disposition": "merge", "strategy": "insert-only"}, "primary_key": "id",
              "columns": {"name": {"sequence_by": True}}},
             "sequence_by applies to the delete-insert and upsert strategies",

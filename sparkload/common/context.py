@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import datetime
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
@@ -28,6 +29,9 @@ class PipelineView(Protocol):
 
     @property
     def state(self) -> dict[str, Any]: ...
+
+    @property
+    def local_state(self) -> dict[str, Any]: ...
 
 
 _pipeline: contextvars.ContextVar[PipelineView | None] = contextvars.ContextVar(
@@ -137,13 +141,49 @@ def state() -> dict[str, Any]:
 
 
 def source_state() -> dict[str, Any]:
-    """State shared by the resources of the source being extracted."""
+    """State shared by the resources of the source being extracted; in a source function's
+    body, or a resource iterated by hand, the source's state as last committed (a copy)."""
     source = _source.get()
     if source is None:
-        raise SparkloadError("source_state() is available only inside a running resource")
+        raise SparkloadError(
+            "source_state() is available only inside a running resource (or a source "
+            "function's body, or a resource iterated by hand)"
+        )
     sources: dict[str, Any] = state().setdefault("sources", {})
     own: dict[str, Any] = sources.setdefault(source, {})
     return own
+
+
+def detached_state(source_name: str) -> dict[str, Any] | None:
+    """The state a source function's body or a resource iterated outside a run sees, as in
+    dlt: ``source_name``'s state as the pipeline made last committed it (empty without
+    one), as a copy, since no load commits what is written to it. None inside a run (or
+    another such scope), whose state stays."""
+    if _state.get() is not None:
+        return None
+    committed: dict[str, Any] = {}
+    last = _last_made[0]
+    if last is not None:
+        # The working directory's copy: reading it starts no engine (a source is often
+        # made before the pipeline first runs, and outside the pipeline's run lock).
+        committed = last.local_state.get("sources", {}).get(source_name, {})
+    return {"sources": {source_name: copy.deepcopy(committed)}}
+
+
+@contextlib.contextmanager
+def state_scope(state: dict[str, Any] | None, source_name: str, resource_name: str | None) -> Iterator[None]:
+    """Make ``state`` (from ``detached_state``) the one ``source_state``/``resource_state``
+    read, for ``source_name`` and ``resource_name``; nothing changes when it is None."""
+    if state is None:
+        yield
+        return
+    tokens = (_state.set(state), _source.set(source_name), _resource.set(resource_name))
+    try:
+        yield
+    finally:
+        _state.reset(tokens[0])
+        _source.reset(tokens[1])
+        _resource.reset(tokens[2])
 
 
 def resource_state(resource_name: str | None = None) -> dict[str, Any]:

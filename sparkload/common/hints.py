@@ -14,6 +14,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from sparkload.common.time import as_utc
 from sparkload.exceptions import ResourceError
 
 DISPOSITIONS = ("append", "replace", "merge")
@@ -99,6 +100,8 @@ class WriteDisposition:
                     f"merge strategy {strategy!r} takes no option {', '.join(map(repr, unknown))}; "
                     f"it takes {', '.join(allowed)}"
                 )
+            if strategy == "scd2":
+                _check_scd2_timestamps(spec)
         elif strategy is not None:
             raise ResourceError(f"a strategy applies only to merge, not to {disposition!r}")
         elif spec:
@@ -117,6 +120,30 @@ class WriteDisposition:
             out["strategy"] = self.strategy
         out.update(self.options)
         return out
+
+
+# The scd2 options that hold a moment: refused when the hint is set if they hold none.
+SCD2_TIMESTAMP_OPTIONS = ("active_record_timestamp", "boundary_timestamp")
+
+
+def scd2_timestamp(option: str, value: Any) -> datetime.datetime | None:
+    """The moment an scd2 timestamp option holds, as an aware UTC datetime: a datetime, a
+    date, ISO text or (as in dlt) a Unix timestamp in seconds; naive values are UTC."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return datetime.datetime.fromtimestamp(value, datetime.timezone.utc)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise ResourceError(f"scd2 option {option}: {value!r} is not a time") from exc
+    return as_utc(value, f"scd2 option {option}")
+
+
+def _check_scd2_timestamps(options: Mapping[str, Any]) -> None:
+    """Refuse a timestamp option that holds no moment when the hint is set, as dlt does,
+    rather than when a run is planned."""
+    for option in SCD2_TIMESTAMP_OPTIONS:
+        scd2_timestamp(option, options.get(option))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +183,8 @@ class LoadHints:
     primary_key: tuple[str, ...] = ()
     merge_key: tuple[str, ...] = ()
     columns: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    # Column hints of nested tables, by the table's path under the root (``purchases__items``).
+    nested_columns: Mapping[str, Mapping[str, Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
     max_table_nesting: int | None = None
     # Nested rows carry the root row's id (merge tables always do: deletes reach them).
     root_key: bool = False
@@ -190,6 +219,10 @@ class LoadHints:
             "primary_key": list(self.primary_key),
             "merge_key": list(self.merge_key),
             "columns": {name: dict(hints) for name, hints in self.columns.items()},
+            "nested_columns": {
+                path: {name: dict(hints) for name, hints in columns.items()}
+                for path, columns in self.nested_columns.items()
+            },
             "max_table_nesting": self.max_table_nesting,
             "root_key": self.root_key,
             "on_destructive_change": self.on_destructive_change,
@@ -205,6 +238,10 @@ class LoadHints:
             primary_key=tuple(data.get("primary_key") or ()),
             merge_key=tuple(data.get("merge_key") or ()),
             columns={name: dict(hints) for name, hints in (data.get("columns") or {}).items()},
+            nested_columns={
+                path: {name: dict(hints) for name, hints in columns.items()}
+                for path, columns in (data.get("nested_columns") or {}).items()
+            },
             max_table_nesting=data.get("max_table_nesting"),
             root_key=bool(data.get("root_key")),
             on_destructive_change=data.get("on_destructive_change"),

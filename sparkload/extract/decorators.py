@@ -53,6 +53,7 @@ def resource(
             hints.get("columns"),
             hints.get("max_table_nesting"),
             hints.get("on_destructive_change"),
+            hints.get("nested_hints"),
         )
         made = Resource(
             resource_name,
@@ -129,7 +130,10 @@ def source(
             chains: list[tuple[str, ...]] = [("sources", module, source_name)] if module else []
             chains.append(("sources", source_name))
             bound = bind_config(f, args, kwargs, sections=chains[0], other_sections=chains[1:])
-            with context.defining_source(source_name):
+            # The body sees its source's committed state (sl.current.source_state()), as in
+            # dlt; what it writes there is dropped, as no load commits it.
+            detached = context.detached_state(source_name)
+            with context.defining_source(source_name), context.state_scope(detached, source_name, None):
                 produced = f(*bound.args, **bound.kwargs)
                 resources = list(_as_resources(source_name, produced))
             return Source(source_name, resources, root_key=root_key, max_table_nesting=max_table_nesting)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import decimal
@@ -10,6 +11,7 @@ import itertools
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +26,13 @@ from sparkload.exceptions import (
     SparkloadError,
     UnsupportedItemError,
 )
-from sparkload.extract.hints import TableHints
-from sparkload.extract.items import is_arrow, is_pandas, to_arrow
+from sparkload.extract.defer import DEFERRED_WORKERS, DeferredItems, is_deferred
+from sparkload.extract.hints import TableHints, nested_column_hints
+from sparkload.extract.items import is_arrow, is_pandas, iterate_any, to_arrow
 from sparkload.extract.mark import MarkedItem
 from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
-from sparkload.extract.storage import TableFiles
+from sparkload.extract.storage import ImportedFileError, TableFiles
 
 # Items that are not dicts but values, each loaded as a row {"value": item}, as dlt does
 # (numpy scalars too, told by their module).
@@ -112,6 +115,7 @@ def load_hints(hints: TableHints, root_key: bool, max_table_nesting: int | None)
         primary_key=tuple(normalize_column_path(k) for k in hints.primary_key),
         merge_key=tuple(normalize_column_path(k) for k in hints.merge_key),
         columns={normalize_column_path(name): dict(col) for name, col in hints.columns.items()},
+        nested_columns=nested_column_hints(hints.nested_hints),
         max_table_nesting=nesting,
         # Merge tables always carry the root key so deletes can reach nested rows.
         root_key=root_key or wd.disposition == "merge",
@@ -186,6 +190,11 @@ class Extractor:
         # Set when a resource failed: parallelized resources still running stop at their
         # next batch instead of running to the end for nothing.
         self._failed = threading.Event()
+        # Deferred items (``sl.defer``) waiting to be written, by id() of the ExtractJob, and
+        # the pool evaluating them (started at the first one).
+        self._deferred: dict[int, DeferredItems] = {}
+        self._deferred_pool: ThreadPoolExecutor | None = None
+        self._deferred_lock = threading.Lock()
 
     def run(self, jobs: list[ExtractJob]) -> dict[str, ExtractedTable]:
         """Run every resource of ``jobs``: parallelized ones (dlt's ``parallelized=True``)
@@ -203,6 +212,9 @@ class Extractor:
                 alongside=functools.partial(self._extract_in_turn, in_this_thread),
             )
         finally:
+            if self._deferred_pool is not None:
+                # After a failure nothing more is written: calls not started are dropped.
+                self._deferred_pool.shutdown(wait=True, cancel_futures=True)
             for files in self._files.values():
                 files.close()
         for name, files in self._files.items():
@@ -231,26 +243,33 @@ class Extractor:
             raise _Cancelled()
 
     def _extract(self, entry: ExtractJob, items: Iterator[Any] | None = None) -> None:
+        """Write ``entry``'s items: all of them (``items`` None: a pass over the resource),
+        or those of one parent page (a transformer fed from its parent's pass)."""
         resource = entry.resource
-        with resource_scope(entry.source_name, resource.name):
+        whole_pass = items is None
+        with resource_scope(entry.source_name, resource.name), _named_failures(resource.name):
+            if items is None:
+                items = resource.iter_pages() if entry.children else resource.iter_items()
             try:
-                if items is None:
-                    items = resource.iter_pages() if entry.children else resource.iter_items()
-                try:
-                    if entry.children:
-                        self._write_pages(entry, items)
-                    else:
-                        self._write_items(entry, items)
-                finally:
-                    # A resource stopped early (an error, a cancelled parallel run) runs its
-                    # generator's cleanup now, not whenever the error is garbage collected.
-                    close = getattr(items, "close", None)
-                    if close is not None:
-                        close()
-            except (SparkloadError, _Cancelled):
-                raise  # already says what and where (config, hints, bad items)
-            except Exception as exc:
-                raise ExtractError(resource.name, f"{type(exc).__name__}: {exc}") from exc
+                if entry.children:
+                    self._write_pages(entry, items)
+                else:
+                    self._write_items(entry, items)
+            finally:
+                # A resource stopped early (an error, a cancelled parallel run) runs its
+                # generator's cleanup now, not whenever the error is garbage collected.
+                close = getattr(items, "close", None)
+                if close is not None:
+                    close()
+            if whole_pass:
+                self._write_deferred(entry)
+        if whole_pass:
+            # Transformers fed page by page keep their deferred items in flight across the
+            # pages; their parent's pass is over, so what is still running is written now.
+            for child in every_entry(entry.children):
+                name = child.resource.name
+                with resource_scope(child.source_name, name), _named_failures(name):
+                    self._write_deferred(child)
 
     def _write_pages(self, entry: ExtractJob, pages: Iterator[Any]) -> None:
         """A parent shared with transformers: write each page, then hand it to them."""
@@ -259,6 +278,8 @@ class Extractor:
             items = page if isinstance(page, list) else [page]
             self._write_items(entry, iter(items), position)
             position += len(items)
+            if type(page) is MarkedItem and page.file_import is not None:
+                continue  # a file is loaded as it is; there is no item to transform
             for child in entry.children:
                 if isinstance(page, MarkedItem):
                     # dlt hands a transformer what was marked, and the mark goes on with the
@@ -282,6 +303,9 @@ class Extractor:
             elif type(item) is MarkedItem:
                 self._write_marked(entry, position, item)
                 static_table = run.static_table  # a mark may have renamed the resource's table
+            elif is_deferred(item):
+                self._defer(entry, item, None)
+                static_table = run.static_table  # a result written meanwhile may carry a mark
             elif item is not None:
                 self._write_other(entry, static_table, position, item)
             position += 1
@@ -360,6 +384,10 @@ class Extractor:
         """A marked item (a row, a list of rows, a table) to its table, as dlt dispatches it:
         to the table the mark names, unless the resource computes a table name per item
         (dlt then ignores the mark's name); hints a mark brings apply from this item on."""
+        if marked.file_import is None and is_deferred(marked.data):
+            # The mark goes with the result, and its hints apply when the result is written.
+            self._defer(entry, marked.data, marked)
+            return
         run = self._run_of(entry)
         table = marked.table_name
         if marked.hints:
@@ -368,6 +396,9 @@ class Extractor:
                 table = str(marked.hints["table_name"])
         if run.static_table is None:
             table = None
+        if marked.file_import is not None:
+            self._import_file(entry, marked)
+            return
         data = marked.data
         for item in data if isinstance(data, list) or type(data) is tuple else (data,):
             if item is None:
@@ -375,6 +406,62 @@ class Extractor:
             row = _as_row(entry.resource.name, position, item)
             files = self._files_for(table or run.table_of(row), entry)
             self._write_row(files, entry.resource.name, position, row)
+
+    def _import_file(self, entry: ExtractJob, marked: MarkedItem) -> None:
+        """Stage the file ``marked`` points at (``sl.mark.with_file_import``) as the rows of
+        the resource's table, as it is."""
+        assert marked.file_import is not None
+        source = marked.file_import.path
+        table = self._run_of(entry).static_table
+        if table is None:
+            raise ExtractError(
+                entry.resource.name,
+                f"the file {source} cannot be imported: the resource computes its table name "
+                "from each item, and a file is not an item; give it a table name",
+            )
+        try:
+            self._files_for(table, entry).import_file(source, marked.file_import.file_format)
+        except ImportedFileError as exc:
+            raise ExtractError(entry.resource.name, f"sl.mark.with_file_import: {exc}") from exc
+
+    # -- deferred items (sl.defer) ------------------------------------------------------------
+    def _defer(self, entry: ExtractJob, call: Any, mark: MarkedItem | None) -> None:
+        """Submit ``call`` to the pool and write whatever has finished meanwhile; at most
+        ``MAX_IN_FLIGHT`` of a resource's calls wait at once."""
+        pending = self._deferred_of(entry)
+        if pending.full:
+            self._write_result(entry, *pending.oldest())
+        pending.submit(call, mark)
+        for result, tag in pending.ready():
+            self._write_result(entry, result, tag)
+
+    def _write_deferred(self, entry: ExtractJob) -> None:
+        """Wait for ``entry``'s deferred items still running and write their results."""
+        pending = self._deferred.get(id(entry))
+        while pending:
+            self._write_result(entry, *pending.oldest())
+            self._check_not_cancelled()
+
+    def _write_result(self, entry: ExtractJob, result: Any, mark: MarkedItem | None) -> None:
+        """A deferred call's result as items of the resource (None: nothing, as in dlt)."""
+        if result is None:
+            return
+        items = iterate_any(result)
+        self._write_items(entry, items if mark is None else _marked_as(mark, items))
+
+    def _deferred_of(self, entry: ExtractJob) -> DeferredItems:
+        pending = self._deferred.get(id(entry))
+        if pending is None:
+            pending = self._deferred[id(entry)] = DeferredItems(self._pool)
+        return pending
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._deferred_lock:
+            if self._deferred_pool is None:
+                self._deferred_pool = ThreadPoolExecutor(
+                    DEFERRED_WORKERS, thread_name_prefix="sparkload-deferred"
+                )
+            return self._deferred_pool
 
     def _write_row(self, files: TableFiles, resource: str, position: int, row: Any) -> None:
         """A row made by ``_as_row`` (a dict, or an Arrow table or pandas frame) to ``files``."""
@@ -430,6 +517,18 @@ class Extractor:
             files = TableFiles(self.extracted_dir / name, listener)
             self._files[name] = files
         return files
+
+
+@contextlib.contextmanager
+def _named_failures(resource: str) -> Iterator[None]:
+    """A failure inside as an ``ExtractError`` naming ``resource`` (sparkload's own errors
+    already say what and where: config, hints, bad items)."""
+    try:
+        yield
+    except (SparkloadError, _Cancelled):
+        raise
+    except Exception as exc:
+        raise ExtractError(resource, f"{type(exc).__name__}: {exc}") from exc
 
 
 def _as_row(resource: str, position: int, item: Any) -> Any:

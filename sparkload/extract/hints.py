@@ -7,11 +7,34 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from sparkload.common.hints import DATA_TYPES, DESTRUCTIVE_CHANGE_POLICIES, WriteDisposition
+from sparkload.common.naming import normalize_path
 from sparkload.exceptions import ResourceError
 
 TTableName = str | Callable[[Any], str]
 TKey = str | Sequence[str]
 TColumnHints = Mapping[str, Mapping[str, Any]]
+# A nested table as dlt's nested_hints name it: a list's key, or the keys down to it.
+TNestedPath = str | tuple[str, ...]
+
+# The hints of a nested table sparkload honours (dlt's TResourceNestedHints has more).
+NESTED_HINTS = ("columns",)
+# dlt's other nested hints: each changes how the nested table is keyed, linked or written
+# (a primary or merge key makes it a table of its own, a write disposition of its own
+# loads it unlike its root), which sparkload's nested tables, always loaded with their
+# root, cannot do. Refused by name: an ignored hint would load the data otherwise than the
+# script asks.
+UNSUPPORTED_NESTED_HINTS = (
+    "parent_table_name",
+    "write_disposition",
+    "primary_key",
+    "merge_key",
+    "schema_contract",
+    "table_format",
+    "file_format",
+    "references",
+)
+# table_format="delta" asks for what sparkload always writes.
+_NATIVE_TABLE_FORMAT = "delta"
 
 
 def destructive_change_policy(value: str | None) -> str | None:
@@ -58,6 +81,79 @@ def parse_columns(columns: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
+def honoured_hints(
+    hints: Mapping[str, Any], supported: Sequence[str], unsupported: Sequence[str], where: str
+) -> dict[str, Any]:
+    """``hints`` without ``table_format="delta"`` (what sparkload always writes); a hint of
+    dlt's that sparkload cannot honour (``unsupported``), or an unknown one, is refused by
+    name: ignoring it would load the data otherwise than the script asks."""
+    given = dict(hints)
+    if given.get("table_format") == _NATIVE_TABLE_FORMAT:
+        del given["table_format"]
+    for name in given:
+        if name in unsupported:
+            raise ResourceError(
+                f"{where}: the hint {name!r} has no equivalent in sparkload (it takes "
+                f"{', '.join(supported)}); leave it out"
+            )
+        if name not in supported:
+            raise ResourceError(f"{where}: unknown hint {name!r}; hints are {', '.join(supported)}")
+    return given
+
+
+def _nested_path(path: Any) -> tuple[str, ...]:
+    """A nested_hints key as the tuple of its keys: ``"purchases"`` or ``("purchases", "items")``."""
+    parts = (path,) if isinstance(path, str) else path
+    if not isinstance(parts, tuple) or not parts or not all(isinstance(p, str) and p.strip() for p in parts):
+        raise ResourceError(
+            "nested_hints: a nested table is named by a key (a string) or the keys down to it "
+            f"(a tuple of strings), got {path!r}"
+        )
+    return parts
+
+
+def parse_nested_hints(nested_hints: Any) -> dict[tuple[str, ...], dict[str, dict[str, Any]]]:
+    """dlt's ``nested_hints`` as ``{path: {column: {hint: value}}}``: the column hints of each
+    nested table, by the keys leading to it. A hint sparkload cannot honour is refused."""
+    if nested_hints is None:
+        return {}
+    if callable(nested_hints) or not isinstance(nested_hints, Mapping):
+        raise ResourceError(
+            "nested_hints must be a dict of {path: hints} (hints made by sl.mark.make_nested_hints), "
+            f"got {nested_hints!r}"
+        )
+    out: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}
+    for path, hints in nested_hints.items():
+        parts = _nested_path(path)
+        if not isinstance(hints, Mapping):
+            raise ResourceError(f"nested_hints[{path!r}]: the hints must be a dict, got {hints!r}")
+        given = honoured_hints(
+            {name: value for name, value in hints.items() if value is not None},
+            NESTED_HINTS,
+            UNSUPPORTED_NESTED_HINTS,
+            f"nested_hints[{path!r}]",
+        )
+        if callable(given.get("columns")):
+            raise ResourceError(f"nested_hints[{path!r}]: columns cannot be a function of the item")
+        out[parts] = parse_columns(given.get("columns"))
+    return out
+
+
+def nested_column_hints(
+    nested_hints: Mapping[tuple[str, ...], Mapping[str, Mapping[str, Any]]],
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """The column hints of each nested table with names normalized as normalize names them:
+    the table by its path under the root table (``("Purchases", "items")`` →
+    ``purchases__items``; each key is one part, as in dlt), the columns as root column hints."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for parts, columns in nested_hints.items():
+        table = out.setdefault(normalize_path(parts), {})
+        for name, hints in columns.items():
+            column = normalize_path([part for part in name.split("__") if part] or [name])
+            table.setdefault(column, {}).update(hints)
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class TableHints:
     """Everything a resource declares about the table(s) it fills."""
@@ -67,6 +163,10 @@ class TableHints:
     primary_key: tuple[str, ...] = ()
     merge_key: tuple[str, ...] = ()
     columns: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    # Column hints of the nested tables, by the keys leading to each (dlt's nested_hints).
+    nested_hints: Mapping[tuple[str, ...], Mapping[str, Mapping[str, Any]]] = dataclasses.field(
+        default_factory=dict
+    )
     max_table_nesting: int | None = None
     # None: the pipeline's default applies.
     on_destructive_change: str | None = None
@@ -84,6 +184,7 @@ class TableHints:
         columns: Any = None,
         max_table_nesting: int | None = None,
         on_destructive_change: str | None = None,
+        nested_hints: Any = None,
     ) -> TableHints:
         return cls(
             table_name=table_name,
@@ -91,6 +192,7 @@ class TableHints:
             primary_key=as_key(primary_key),
             merge_key=as_key(merge_key),
             columns=parse_columns(columns),
+            nested_hints=parse_nested_hints(nested_hints),
             max_table_nesting=max_table_nesting,
             on_destructive_change=destructive_change_policy(on_destructive_change),
         )
@@ -112,6 +214,10 @@ class TableHints:
             for name, hints in parse_columns(changes["columns"]).items():
                 merged.setdefault(name, {}).update(hints)
             current = dataclasses.replace(current, columns=merged)
+        if changes.get("nested_hints") is not None:
+            # dlt replaces the nested hints as a whole ({} drops them)
+            nested = parse_nested_hints(changes["nested_hints"])
+            current = dataclasses.replace(current, nested_hints=nested)
         if changes.get("max_table_nesting") is not None:
             current = dataclasses.replace(current, max_table_nesting=changes["max_table_nesting"])
         if changes.get("on_destructive_change") is not None:
@@ -157,6 +263,11 @@ class ResourceHintArgs(TableHintArgs, total=False):
 
     max_table_nesting: int | None
     """How deep nested dicts and lists become nested tables; deeper ones stay JSON."""
+
+    nested_hints: Mapping[TNestedPath, Mapping[str, Any]] | None
+    """Hints of the nested tables the resource makes, by the key of their list
+    (``"purchases"``) or the keys down to it (``("purchases", "items")``): their ``columns``,
+    made with ``sl.mark.make_nested_hints``. ``{}`` drops them in ``apply_hints``."""
 
     on_destructive_change: str | None
     """``"error"``, ``"warn"`` or ``"allow"`` a load that would change the table

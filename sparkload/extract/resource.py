@@ -340,7 +340,15 @@ class Resource:
 
     def iter_items(self) -> Iterator[Any]:
         """Every data item after the pipe steps and the incremental filter; lists yielded as
-        pages are split."""
+        pages are split. Iterated outside a run, the resource sees its source's state as last
+        committed, in a copy whose changes are dropped (``context.detached_state``)."""
+        source_name = self.section or _last_pipeline_name() or self.name
+        detached = context.detached_state(source_name)
+        if detached is None:
+            return self._items()
+        return _in_state_scope(self._items, detached, source_name, self.name)
+
+    def _items(self) -> Iterator[Any]:
         run = self._limit.start()
         pages, incrementals = self._start(run)
         at = len(self._steps) if self._incremental_at is None else self._incremental_at
@@ -451,6 +459,34 @@ def _pipeline_name() -> str | None:
     """The name of the pipeline extracting (config may be scoped to it), if one is."""
     active = context.extracting_pipeline()
     return getattr(active, "pipeline_name", None)
+
+
+def _last_pipeline_name() -> str | None:
+    """The name of the pipeline made last (whose state a resource iterated by hand sees)."""
+    try:
+        return context.active_pipeline().pipeline_name
+    except SparkloadError:
+        return None
+
+
+def _in_state_scope(
+    make_items: Callable[[], Iterator[Any]], state: dict[str, Any], source_name: str, resource_name: str
+) -> Iterator[Any]:
+    """The items ``make_items`` gives, each computed inside ``context.state_scope``: the
+    scope is entered per step, not across a yield, so the caller never runs inside it."""
+    with context.state_scope(state, source_name, resource_name):
+        items = make_items()
+    try:
+        while True:
+            with context.state_scope(state, source_name, resource_name):
+                try:
+                    item = next(items)
+                except StopIteration:
+                    return
+            yield item
+    finally:
+        with context.state_scope(state, source_name, resource_name):
+            _close(items)
 
 
 def _resource_state(name: str, section: str | None = None) -> dict[str, Any]:

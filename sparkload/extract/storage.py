@@ -1,22 +1,28 @@
 """Staged files of one load package: NDJSON for Python items, Parquet for Arrow and pandas.
 
 Files rotate at a fixed size so a large resource never sits in memory and Spark can read
-the parts in parallel.
+the parts in parallel. Files a resource imports (``sl.mark.with_file_import``) are staged
+beside them as they are.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sparkload.common.package import ARROW_DIR, JSON_DIR
 from sparkload.common.tags import TAG_STRING, TAG_TIME
+from sparkload.extract.items import to_arrow
+from sparkload.extract.serialize import dumps_row
 
 _FLUSH_BYTES = 4 * 1024 * 1024
 # Small enough that the schema of a finished file is inferred while the next one is written.
@@ -40,6 +46,7 @@ class TableFiles:
         self._json_written = 0
         self._json_parts = 0
         self._arrow_parts = 0
+        self._json_imports = 0
 
     def write_line(self, line: bytes) -> None:
         with self._lock:
@@ -67,6 +74,29 @@ class TableFiles:
             self._arrow_parts += 1
             self.rows += table.num_rows
         pq.write_table(staged, target / f"part-{part:05d}.parquet")
+
+    def import_file(self, source: Path, file_format: str) -> int:
+        """Stage the file ``source`` (``"jsonl"`` or ``"parquet"``) with this table's files;
+        returns its row count. Raises ``ImportedFileError`` for a file that is missing or
+        does not parse."""
+        kind = JSON_DIR if file_format == "jsonl" else ARROW_DIR
+        target = self.table_dir / kind
+        with self._lock:
+            target.mkdir(parents=True, exist_ok=True)
+            if kind == JSON_DIR:
+                # Its own name: the NDJSON part being written stays open meanwhile.
+                path = target / f"import-{self._json_imports:05d}.jsonl"
+                self._json_imports += 1
+            else:
+                path = target / f"part-{self._arrow_parts:05d}.parquet"
+                self._arrow_parts += 1
+        rows = stage_jsonl(source, path) if kind == JSON_DIR else stage_parquet(source, path)
+        with self._lock:
+            self.rows += rows
+        if kind == JSON_DIR and self._on_file_closed is not None:
+            # Its schema is inferred with the table's other NDJSON files.
+            self._on_file_closed(path)
+        return rows
 
     def close(self) -> None:
         with self._lock:
@@ -123,3 +153,115 @@ def _stage_array(array: Any) -> Any:
         names = [dtype.field(i).name for i in range(dtype.num_fields)]
         return pa.StructArray.from_arrays(children, names=names, mask=array.is_null())
     return array
+
+
+class ImportedFileError(Exception):
+    """A file a resource imports is missing or does not parse; the message names it."""
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+# An escaped NUL in a JSON line: a string starting with NUL would read as a staged-value tag.
+_ESCAPED_NUL = b"\\u0000"
+
+
+def stage_jsonl(source: Path, target: Path) -> int:
+    """Stage the NDJSON file ``source`` at ``target``; returns its row count.
+
+    Each line is checked to be a JSON object (so a broken file is named now, before
+    anything is loaded) and counted. A file that is already what extract would write (whole
+    lines, no blank ones, no escaped NUL) is linked, else copied line by line; only a line
+    holding an escaped NUL is written again, escaped as extract escapes it."""
+    clean = True
+    rows = 0
+    with _open_import(source) as lines:
+        if lines.read(2) == _GZIP_MAGIC:
+            raise ImportedFileError(f"the file {source} is compressed (gzip); import it uncompressed")
+        lines.seek(0)
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                clean = False
+                continue
+            _check_json_object(source, number, line)
+            rows += 1
+            if not line.endswith(b"\n") or _ESCAPED_NUL in line:
+                clean = False
+    if clean:
+        _link_or_copy(source, target)
+        return rows
+    with open(source, "rb") as lines, open(target, "wb") as out:
+        for line in lines:
+            if not line.strip():
+                continue
+            if _ESCAPED_NUL in line:
+                line = dumps_row(orjson.loads(line))
+            out.write(line if line.endswith(b"\n") else line + b"\n")
+    return rows
+
+
+def stage_parquet(source: Path, target: Path) -> int:
+    """Stage the Parquet file ``source`` at ``target``; returns its row count (from the
+    file's footer).
+
+    A file whose columns are as extract stages Arrow (no strings, times or nanosecond
+    timestamps, which ``stage_arrow`` marks or converts) is linked; otherwise it is written
+    again batch by batch, column-wise in Arrow, as extract stages an Arrow table."""
+    try:
+        with _open_import(source) as raw:
+            parquet = pq.ParquetFile(raw)
+            schema = parquet.schema_arrow
+            rows = parquet.metadata.num_rows
+            if not any(_needs_staging(field.type) for field in schema):
+                _link_or_copy(source, target)
+                return int(rows)
+            writer: pq.ParquetWriter | None = None
+            try:
+                for batch in parquet.iter_batches():
+                    staged = stage_arrow(to_arrow(batch))
+                    if writer is None:
+                        writer = pq.ParquetWriter(target, staged.schema)
+                    writer.write_table(staged)
+            finally:
+                if writer is not None:
+                    writer.close()
+            return int(rows)
+    except (pa.ArrowException, ValueError) as exc:
+        raise ImportedFileError(f"the file {source} is not a Parquet file that can be read: {exc}") from exc
+
+
+def _needs_staging(dtype: pa.DataType) -> bool:
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_time(dtype):
+        return True
+    if pa.types.is_timestamp(dtype):
+        return bool(dtype.unit == "ns")
+    if pa.types.is_struct(dtype):
+        return any(_needs_staging(dtype.field(i).type) for i in range(dtype.num_fields))
+    return False
+
+
+def _open_import(source: Path) -> BinaryIO:
+    try:
+        return open(source, "rb")
+    except FileNotFoundError:
+        raise ImportedFileError(f"the file {source} does not exist") from None
+    except OSError as exc:
+        raise ImportedFileError(f"the file {source} cannot be read: {exc}") from exc
+
+
+def _check_json_object(source: Path, number: int, line: bytes) -> None:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise ImportedFileError(f"line {number} of the file {source} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ImportedFileError(
+            f"line {number} of the file {source} is a JSON {type(value).__name__}, not an object (a row)"
+        )
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """A hard link where the file system allows one (no bytes copied), as dlt imports; the
+    package never changes its files, so the source is left as it was."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)

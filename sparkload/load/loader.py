@@ -28,6 +28,7 @@ from sparkload.load import (
     dispositions,
     keyed_merge,
     merge_sql,
+    preflight,
     scd2,
     sequence,
     table_lock,
@@ -101,6 +102,7 @@ class Loader:
         """Commit every table. All commits are prepared and checked against the tables'
         schemas first, so a load refused for a schema conflict changes no table."""
         self.notes += self._check_destructive_changes()
+        self._check_keys_and_history()
         commits: list[TableCommit] = []
         for root, hints in self.hints.items():
             family = [t for t in self.tables if t.root == root]
@@ -152,6 +154,20 @@ class Loader:
             if hints.disposition == "merge":
                 changes += destructive.key_changes(root, hints, self.recorded_keys.get(root))
         return destructive.enforce(changes, policy_of)
+
+    def _check_keys_and_history(self) -> None:
+        """Refuse, before any commit, a merge key missing from the data or NULL in it, and a
+        load of another kind into a table that keeps SCD Type 2 history (``preflight``)."""
+        for root, hints in self.hints.items():
+            if root in self.done:
+                continue  # committed by an earlier attempt of this load
+            root_table = next((t for t in self.tables if t.name == root), None)
+            if root_table is None:
+                continue  # the resource yielded nothing: no row to check
+            data_columns = [spec.name for spec in root_table.columns] + root_table.system_columns
+            if hints.disposition == "merge" and hints.merge_key:
+                preflight.check_merge_key(root, hints, data_columns, self._typed(root_table))
+            preflight.check_not_history(root, hints, self.dataset.table(root).schema(), data_columns)
 
     # -- one root table and its nested tables ---------------------------------------------
     def _prepare_family(

@@ -15,8 +15,7 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sparkload.common.hints import LoadHints
-from sparkload.common.time import as_utc
+from sparkload.common.hints import LoadHints, scd2_timestamp
 from sparkload.exceptions import HintCombinationError, ResourceError
 
 DEFAULT_VALIDITY_COLUMNS = ("_sparkload_valid_from", "_sparkload_valid_to")
@@ -194,10 +193,9 @@ def _names(value: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def _timestamp(table: str, option: str, value: Any) -> datetime.datetime | None:
-    """A date, datetime or ISO string as an aware UTC datetime (naive values are UTC)."""
-    if value is None:
-        return None
+    """A date, datetime, ISO string or Unix timestamp as an aware UTC datetime (naive values
+    are UTC)."""
     try:
-        return as_utc(value, f"table '{table}': {option}")
+        return scd2_timestamp(option, value)
     except ResourceError as exc:
-        raise HintCombinationError(str(exc), table=table) from exc
+        raise HintCombinationError(f"table '{table}': {exc}", table=table) from exc

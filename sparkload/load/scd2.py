@@ -180,7 +180,10 @@ def _check_columns(family: MergeFamily, root: DeltaTable, scd2: Scd2Config) -> N
     if schema is not None and not all(c in schema.fieldNames() for c in validity):
         raise LoadError(
             f"table '{family.root}' exists without the validity columns {list(validity)}; it was "
-            "not loaded with the scd2 strategy (or with other validity column names)",
+            "not loaded with the scd2 strategy (or with other validity column names); its rows "
+            "have no validity to keep as history: drop the table to start its history over "
+            "(`sparkload pipeline <name> drop --resources <resource>`), or load the history into "
+            "a new table",
             table=family.root,
         )
     for option, column in (

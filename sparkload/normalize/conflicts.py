@@ -118,22 +118,48 @@ _JSON_TYPE_OF_HINT = {
 
 
 def preferred_types(
-    schema: T.StructType | None, hints: Mapping[str, Mapping[str, Any]] | None = None
+    schema: T.StructType | None,
+    hints: Mapping[str, Mapping[str, Any]] | None = None,
+    nested_hints: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> Callable[[Path_], str | None]:
     """The JSON type a field must have to land in its column: the existing destination
-    column's, else the ``data_type`` hint's."""
+    column's, else the ``data_type`` hint's (for a field of a list's items, the hint of its
+    nested table's column, ``nested_hints`` by the table's path under the root)."""
     columns = {f.name: type(f.dataType) for f in schema.fields} if schema is not None else {}
-    hinted = {name: str(h.get("data_type")) for name, h in (hints or {}).items() if h.get("data_type")}
+    hinted = _hinted_types(hints)
+    nested = {table: _hinted_types(columns) for table, columns in (nested_hints or {}).items()}
 
     def preferred(path: Path_) -> str | None:
         if "[]" in path:
-            return None  # list items land in nested tables
+            table, column = nested_column_of(path)
+            return _JSON_TYPE_OF_HINT.get(nested.get(table, {}).get(column, ""))
         name = normalize_path(list(path))
         if name in columns:
             return _JSON_TYPE_OF_COLUMN.get(columns[name])
         return _JSON_TYPE_OF_HINT.get(hinted.get(name, ""))
 
     return preferred
+
+
+def _hinted_types(hints: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
+    return {name: str(h.get("data_type")) for name, h in (hints or {}).items() if h.get("data_type")}
+
+
+def nested_column_of(path: Path_) -> tuple[str, str]:
+    """The nested table (its path under the root) and the column a field of list items lands
+    in, as ``columns.flatten`` names them: ``("orders", "[]", "lines", "[]", "sku")`` →
+    ``("orders__lines", "sku")``; a list directly in a list is the table ``<list>__list``."""
+    table: list[str] = []
+    column: list[str] = []
+    for part in path:
+        if part != "[]":
+            column.append(part)
+        elif column:
+            table += column  # the keys down to this list name its table
+            column = []
+        else:
+            table.append("list")  # a list in a list: dlt's <table>__list
+    return normalize_path(table), normalize_path(column) if column else "value"
 
 
 def doubles_for_bigint_columns(schema: T.StructType, preferred: Callable[[Path_], str | None]) -> bool:
@@ -143,7 +169,11 @@ def doubles_for_bigint_columns(schema: T.StructType, preferred: Callable[[Path_]
     def walk(struct: T.StructType, path: Path_) -> bool:
         for field in struct.fields:
             here = path + (field.name,)
-            if isinstance(field.dataType, T.StructType) and walk(field.dataType, here):
+            dtype = field.dataType
+            # the items of lists of dicts: their fields are a nested table's columns
+            while isinstance(dtype, T.ArrayType):
+                dtype, here = dtype.elementType, here + ("[]",)
+            if isinstance(dtype, T.StructType) and walk(dtype, here):
                 return True
             if isinstance(field.dataType, T.DoubleType) and preferred(here) == "bigint":
                 return True

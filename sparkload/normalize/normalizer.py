@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkload.common.hints import LoadHints
+from sparkload.common.naming import PATH_SEPARATOR
 from sparkload.common.package import ARROW_DIR, JSON_DIR
 from sparkload.common.sql import quote
 from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
@@ -31,6 +32,7 @@ from sparkload.normalize.columns import Flattened, NestedList, flatten, flatten_
 from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_types, split_conflicts
 from sparkload.normalize.infer import ColumnSpec, infer_columns
 from sparkload.normalize.json_schema import INFER_ALL, is_json_type_conflict
+from sparkload.normalize.system_keys import refuse_repeated_ids, take_system_columns
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +88,9 @@ class TableNormalizer:
         table); ``json_schema`` is its staged NDJSON's schema if extraction inferred it."""
         refuse_cut_lines(extracted / JSON_DIR, self.load_id, table)
         schema = T._parse_datatype_json_string(json_schema) if json_schema else None
-        preferred = preferred_types(self.destination_schema(table), self.column_hints)
+        preferred = preferred_types(
+            self.destination_schema(table), self.column_hints, self.hints.nested_columns
+        )
         try:
             raw = self._read(extracted, schema=schema)
             if not doubles_for_bigint_columns(raw.schema, preferred):
@@ -119,18 +123,23 @@ class TableNormalizer:
 
     def _normalize(self, table: str, raw: DataFrame, out_uri: str) -> list[NormalizedTable]:
         flat = flatten(raw.schema, lambda name: raw[quote(name)], table, "", 0, self.max_nesting)
+        given_id = take_system_columns(flat, table, root=True, disposition=self.hints.disposition)
         # Unique within the load (Spark's partition-aware counter) and across loads (the
         # load id); drawn once here and stored, so every retry of the load reuses it. The
         # counter is zero-padded so ids sort as they were drawn: the nested rows of a run of
         # root rows then hold a narrow range of root ids, which a merge's rewrite prunes by.
         counter = F.lpad(F.lower(F.hex(F.monotonically_increasing_id())), 16, "0")
         row_id = F.concat(F.lit(self.load_id.replace(".", "") + "_"), counter)
+        if given_id is not None:
+            row_id = F.coalesce(given_id, row_id)  # dlt's "bring your own row id"
         columns = [leaf.column.alias(leaf.name) for leaf in flat.leaves]
         columns += [nested.column.alias(_NESTED_PREFIX + nested.table) for nested in flat.nested]
         columns += [row_id.alias(ID), F.lit(self.load_id).alias(LOAD_ID)]
         target = f"{out_uri}/{table}"
         raw.select(*columns).write.mode("overwrite").parquet(target)
         staged = self.spark.read.parquet(target)
+        if given_id is not None:
+            refuse_repeated_ids(staged, table, self.load_id)
         result = [self._describe(table, None, table, staged, flat, [ID, LOAD_ID])]
         root_id = F.col(ID)
         for nested in flat.nested:
@@ -154,6 +163,7 @@ class TableNormalizer:
             F.posexplode(array).alias(LIST_IDX, "__element"),
         )
         flat = flatten_element(nested.element, F.col("__element"), name, nested.level, self.max_nesting)
+        take_system_columns(flat, name, root=False, disposition=self.hints.disposition)
         child_id = F.md5(F.concat_ws("|", F.col(PARENT_ID), F.lit(name), F.col(LIST_IDX).cast("string")))
         columns = [leaf.column.alias(leaf.name) for leaf in flat.leaves]
         columns += [inner.column.alias(_NESTED_PREFIX + inner.table) for inner in flat.nested]
@@ -184,7 +194,7 @@ class TableNormalizer:
     ) -> NormalizedTable:
         leaves = {leaf.name: staged.schema[leaf.name].dataType for leaf in flat.leaves}
         is_root = parent is None
-        hints = self.column_hints if is_root else {}
+        hints = self.column_hints if is_root else self._nested_column_hints(name, root)
         keys: tuple[str, ...] = ()
         if is_root and self.hints.disposition == "merge":
             keys = self.hints.primary_key
@@ -202,6 +212,12 @@ class TableNormalizer:
         for note in collisions:
             logger.warning("table '%s': column name collision resolved: %s", name, note)
         return NormalizedTable(name, parent, root, rows, specs, system, collisions, distinct_keys)
+
+    def _nested_column_hints(self, name: str, root: str) -> Mapping[str, Mapping[str, Any]]:
+        """The column hints of the nested table ``name`` (dlt's nested_hints), which are
+        keyed by the table's path under its root table."""
+        start = root + PATH_SEPARATOR
+        return self.hints.nested_columns.get(name.removeprefix(start), {}) if name.startswith(start) else {}
 
 
 def refuse_cut_lines(json_dir: Path, load_id: str, table: str) -> None:

@@ -61,6 +61,7 @@ from sparkload.load.loader import Loader
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
 from sparkload.pipeline import pipeline_file, resource_tables, restatement, schedule
+from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.dataset_reader import ReadableDataset
 from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
@@ -132,6 +133,8 @@ class Pipeline:
         spark: Any = None,
         progress: str | None = None,
         on_destructive_change: str = destructive.DEFAULT_POLICY,
+        import_schema_path: str | os.PathLike[str] | None = None,
+        export_schema_path: str | os.PathLike[str] | None = None,
     ) -> None:
         # Checked before anything is made: the name is the working directory's folder name.
         self.pipeline_name = check_folder_name("pipeline_name", pipeline_name)
@@ -153,6 +156,10 @@ class Pipeline:
         # Whether _state was compared with the destination's since it was last read.
         self._state_synced = False
         self.last_trace: PipelineTrace | None = None
+        # dlt's schema folders; one schema per pipeline, named after it.
+        self._schema_files = schema_view.SchemaFiles(
+            self.pipeline_name, import_schema_path, export_schema_path
+        )
         if dev_mode:
             shutil.rmtree(self.working_dir, ignore_errors=True)
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d%H%M%S%f")
@@ -217,6 +224,14 @@ class Pipeline:
             self._state, self._state_synced = local, False
         return self._state
 
+    @property
+    def local_state(self) -> dict[str, Any]:
+        """The state as the working directory last saw it committed (empty if it has none),
+        read without the destination: what a source function's body sees of its state."""
+        if self._state is not None:
+            return self._state
+        return state_store.read_local(self.working_dir) or {}
+
     def _synced_state(self) -> dict[str, Any]:
         """The committed state, compared with the destination's once (the destination holds
         the authoritative copy; the working directory's may be older, or gone)."""
@@ -242,6 +257,23 @@ class Pipeline:
             self._state_synced = True
         return self._state
 
+    @property
+    def default_schema_name(self) -> str | None:
+        """dlt's: the schema's name (the pipeline's), None until the pipeline loads a table."""
+        return self.pipeline_name if schema_view.has_schema(self.state) else None
+
+    @property
+    def default_schema(self) -> schema_view.Schema:
+        """dlt's schema object, read from the loaded tables and the committed state (see
+        ``pipeline/schema.py``)."""
+        with self._session_scope():
+            return schema_view.read_schema(self.pipeline_name, self.state, self.destination_dataset)
+
+    @property
+    def schemas(self) -> dict[str, schema_view.Schema]:
+        """dlt's ``pipeline.schemas`` by name: the one schema, once the pipeline has one."""
+        return {self.pipeline_name: self.default_schema} if self.default_schema_name else {}
+
     def table(self, name: str) -> Any:
         """A destination table as a PySpark DataFrame: ``name`` as the resource gave it, or a
         nested table's ``parent__child`` path, normalized as the load names tables."""
@@ -250,14 +282,14 @@ class Pipeline:
             raise SparkloadError(f"table '{name}' does not exist in {self.destination_dataset.shown}")
         return table.read()
 
-    # -- the steps ----------------------------------------------------------------------------
-    @_locked
     def dataset(self, schema: Any = None) -> ReadableDataset:
         """dlt's ``pipeline.dataset()``: the loaded tables to read, as Spark DataFrames,
         Arrow, pandas or rows. A sparkload pipeline has one schema, so ``schema`` (accepted
         for dlt's signature) changes nothing."""
         return ReadableDataset(self.destination_dataset, self._session_scope)
 
+    # -- the steps ----------------------------------------------------------------------------
+    @_locked
     def run(
         self,
         data: Any = None,
@@ -411,12 +443,14 @@ class Pipeline:
                 raise
             for name, schema in inference.results().items():
                 tables[name].json_schema = schema
+            self._schema_files.apply_import(tables)
             schedule.refuse_bad_table_hints(tables.values())
             _add_empty_replace_tables(batch.jobs, tables, batch.windows)
             _add_time_ranges(batch.jobs, tables, batch.windows)
             schedule.record_windows(working_state, batch, schedule.sources_by_resource(jobs))
             resource_tables.record(working_state, batch.jobs, tables.values())
             _record_keys(working_state, tables.values())
+            schema_view.record(working_state, tables.values())
             package.write(
                 EXTRACT_MANIFEST,
                 {
@@ -555,6 +589,12 @@ class Pipeline:
             )
             info = info.followed_by(package_info)
             package.delete()
+        if info.loads_ids and self._schema_files.configured:
+            state = self._synced_state()
+            self._schema_files.after_load(
+                schema_view.read_schema(self.pipeline_name, state, self.destination_dataset),
+                schema_view.declared_schema(self.pipeline_name, state),
+            )
         trace.last_load_info = info
         return info
 
@@ -767,6 +807,8 @@ def pipeline(
     spark: Any = None,
     progress: str | None = None,
     on_destructive_change: str = "error",
+    import_schema_path: str | os.PathLike[str] | None = None,
+    export_schema_path: str | os.PathLike[str] | None = None,
     **_ignored: Any,
 ) -> Pipeline:
     """Make a pipeline (dlt's ``dlt.pipeline``) that loads into Delta Lake tables."""
@@ -786,4 +828,6 @@ def pipeline(
         spark=spark,
         progress=progress,
         on_destructive_change=on_destructive_change,
+        import_schema_path=import_schema_path,
+        export_schema_path=export_schema_path,
     )

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from sparkload.common import context
-from sparkload.exceptions import IncrementalUnboundError, ResourceError
+from sparkload.exceptions import IncrementalRangeError, IncrementalUnboundError, ResourceError
 from sparkload.extract.incremental.external_schedulers import (
     external_bound,
     external_interval,
@@ -39,6 +39,7 @@ from sparkload.extract.incremental.transform import (
     MISSING,
     IncrementalTransform,
     RowIncremental,
+    comparable,
     row_digest,
     transform_kind,
 )
@@ -224,6 +225,7 @@ class Incremental(Generic[TCursor]):
         """A fresh copy for one run of ``resource_name``, reading (and later writing) its state."""
         if not self.cursor_path:
             raise ResourceError(f"resource '{resource_name}': incremental needs a cursor_path")
+        self._check_range(resource_name)
         bound = copy.copy(self)
         bound.resource_name = resource_name
         cursor_state = None
@@ -255,6 +257,41 @@ class Incremental(Generic[TCursor]):
             lagged=bool(self.lag),
         )
         return bound
+
+    def _check_range(self, resource_name: str) -> None:
+        """Refuse an ``end_value`` that cannot end a range starting at ``initial_value``, as
+        dlt does when the incremental is resolved (at the run, not at construction): an end
+        without a start, an end before the start in ``last_value_func``'s order, or values
+        that cannot be compared. Checked on the values as configured, so a range the script
+        got wrong fails before anything is extracted, whatever a scheduler would give."""
+        end, initial = self.end_value, self.initial_value
+        if end is None:
+            return
+        if initial is None:
+            raise IncrementalRangeError(
+                resource_name, self.cursor_path, initial, end, "end_value is given without an initial_value"
+            )
+        try:
+            # The filter's own comparison: an ISO string against a datetime, or a naive
+            # against an aware datetime, compares as a UTC instant there too.
+            ends_after_start = self.last_value_func([end, comparable(initial, end)]) == end
+        except TypeError as exc:
+            raise IncrementalRangeError(
+                resource_name,
+                self.cursor_path,
+                initial,
+                end,
+                f"initial_value and end_value cannot be compared ({exc}); give them one type",
+            ) from exc
+        if not ends_after_start:
+            if self.last_value_func in (max, min):
+                order = "higher" if self.last_value_func is max else "lower"
+                func = self.last_value_func.__name__
+                detail = f"end_value must be {order} than initial_value with last_value_func {func}"
+            else:
+                name = getattr(self.last_value_func, "__name__", repr(self.last_value_func))
+                detail = f"{name}([end_value, initial_value]) must be end_value"
+            raise IncrementalRangeError(resource_name, self.cursor_path, initial, end, detail)
 
     def _cursor_state(self, resource_state: dict[str, Any], reset: bool) -> dict[str, Any]:
         """This cursor's entry in the resource state (dlt's ``incremental.<cursor_path>``),

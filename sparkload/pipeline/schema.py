@@ -1,0 +1,405 @@
+"""dlt's schema object, read from what a pipeline loaded, and its YAML files.
+
+sparkload keeps no schema of its own beside the data: the schema is what the Delta tables
+and the pipeline state say. The tables are those the state records for the pipeline's
+resources (``resource_tables``) that the dataset holds; their columns and types are the
+Delta tables'; the hints (write disposition, keys, column hints) are recorded in the state
+at each extract, under ``state["schema"]``:
+
+    state["schema"] = {"tables": {<root table>: {"resource": ..., "write_disposition": ...,
+                                                 "primary_key": [...], "merge_key": [...],
+                                                 "columns": {<column>: {<hint>: ...}}}}}
+
+The hints live in the state, not in a file of the working directory, because the state is
+committed with the data: any machine that runs or attaches to the pipeline sees the same
+schema, and a hint is never recorded for a load that did not happen. A state written
+before the record existed has none: its tables still show, with the columns Delta gives.
+
+``version_hash`` is dlt's: a digest of the schema's content. ``version`` counts the
+schema's tables and columns, so it grows whenever a table or column appears, as dlt's does;
+unlike dlt's it is not a count of changes (a changed hint shows in ``version_hash`` only),
+because a count of changes would have to be recorded as the tables change, and a run cut
+short and resumed changes them in other steps than one that is not: the schema it shows
+would depend on how a load got there.
+
+``import_schema_path`` / ``export_schema_path`` are dlt's folders of ``<name>.schema.yaml``
+files: the export is written after every load; the import's table and column hints apply
+to the tables an extract fills, beneath the resources' own hints.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import hashlib
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from sparkload.common.hints import DATA_TYPES, LoadHints
+from sparkload.common.naming import RESERVED_TABLE_PREFIX, normalize_table_name
+from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
+from sparkload.exceptions import SparkloadConfigError, TableNotFoundError
+from sparkload.extract.extractor import ExtractedTable, normalize_column_path
+from sparkload.load.dataset import Dataset
+from sparkload.normalize.types import data_type_of_spark
+from sparkload.pipeline import resource_tables
+from sparkload.pipeline.state import STATE_TABLE
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_KEY = "schema"
+SCHEMA_FILE_SUFFIX = ".schema.yaml"
+# Column hints an imported schema may set on a table sparkload loads (others in the file,
+# dlt's ``description`` say, are left out: they would change nothing).
+IMPORTED_COLUMN_HINTS = ("data_type", "nullable", "precision", "scale", "hard_delete", "dedup_sort")
+KEY_HINTS = ("primary_key", "merge_key")
+# dlt's hints on its own columns, given to sparkload's counterparts.
+_SYSTEM_COLUMN_HINTS: dict[str, dict[str, Any]] = {
+    ID: {"unique": True, "row_key": True},
+    LOAD_ID: {},
+    PARENT_ID: {"parent_key": True},
+    LIST_IDX: {},
+    ROOT_ID: {"root_key": True},
+}
+_DLT_PREFIX = "_dlt"
+
+
+# -- the record in the state ---------------------------------------------------------------------
+def record(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> None:
+    """At extract: the hints of the tables it fills (each root table keeps the hints of the
+    latest extract that filled it)."""
+    recorded: dict[str, Any] = {}
+    for table in tables:
+        # As resource_tables records them: a table with no rows is not written, unless a
+        # replace empties it.
+        if table.rows or table.hints.disposition == "replace":
+            recorded[table.name] = _hint_record(table.resource, table.hints)
+    if recorded:
+        state.setdefault(SCHEMA_KEY, {}).setdefault("tables", {}).update(recorded)
+
+
+def _hint_record(resource: str, hints: LoadHints) -> dict[str, Any]:
+    return {
+        "resource": resource,
+        "write_disposition": hints.write_disposition.as_given(),
+        "primary_key": list(hints.primary_key),
+        "merge_key": list(hints.merge_key),
+        "columns": {name: dict(column) for name, column in hints.columns.items()},
+    }
+
+
+# -- the schema object -----------------------------------------------------------------------------
+@dataclasses.dataclass
+class Schema:
+    """dlt's ``Schema``, read-only: the tables as dicts of dlt's shape (``name``,
+    ``columns`` by name, ``write_disposition``, ``resource``, ``parent``)."""
+
+    name: str
+    version: int
+    version_hash: str
+    tables: dict[str, dict[str, Any]]
+
+    def data_tables(self, include_incomplete: bool = False) -> list[dict[str, Any]]:
+        """The tables holding loaded data: every table but sparkload's own. (Every table of
+        a sparkload schema has typed columns, so ``include_incomplete`` changes nothing.)"""
+        return [table for name, table in self.tables.items() if not name.startswith(RESERVED_TABLE_PREFIX)]
+
+    def data_table_names(self, include_incomplete: bool = False) -> list[str]:
+        return [table["name"] for table in self.data_tables(include_incomplete)]
+
+    def get_table(self, table_name: str) -> dict[str, Any]:
+        """The table ``table_name`` (as written in the data, or normalized)."""
+        name = table_name if table_name in self.tables else normalize_column_path(table_name)
+        if name not in self.tables:
+            raise TableNotFoundError(table_name, f"schema '{self.name}'", list(self.tables))
+        return self.tables[name]
+
+    def get_table_columns(self, table_name: str, include_incomplete: bool = False) -> dict[str, Any]:
+        columns: dict[str, Any] = self.get_table(table_name)["columns"]
+        return columns
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "version_hash": self.version_hash,
+            "name": self.name,
+            "tables": {name: _copy(table) for name, table in self.tables.items()},
+        }
+
+    def to_pretty_yaml(self) -> str:
+        """The schema as dlt writes its ``.schema.yaml``: tables and columns by name, without
+        their ``name`` fields."""
+        document = self.to_dict()
+        for table in document["tables"].values():
+            table.pop("name", None)
+            for column in table["columns"].values():
+                column.pop("name", None)
+        return str(yaml.safe_dump(document, sort_keys=False, allow_unicode=True))
+
+    def __repr__(self) -> str:
+        return (
+            f"<sparkload.Schema(name='{self.name}', version={self.version}, "
+            f"tables={list(self.tables)}, version_hash='{self.version_hash}')>"
+        )
+
+
+def read_schema(name: str, state: Mapping[str, Any], dataset: Dataset) -> Schema:
+    """The schema of a pipeline whose committed state is ``state``, from its tables now."""
+    tables = _observed_tables(state, dataset)
+    return Schema(name, _version(tables), _content_hash(tables), tables)
+
+
+def _version(tables: Mapping[str, Mapping[str, Any]]) -> int:
+    """The number of tables and columns (see the module's docstring for why a count)."""
+    return sum(1 + len(table.get("columns", {})) for table in tables.values())
+
+
+def has_schema(state: Mapping[str, Any]) -> bool:
+    """Whether the pipeline has loaded a table (dlt's pipeline has no schema before)."""
+    return bool(state.get(SCHEMA_KEY) or state.get(resource_tables.TABLES_KEY))
+
+
+def _observed_tables(state: Mapping[str, Any], dataset: Dataset) -> dict[str, dict[str, Any]]:
+    """Each table of the pipeline that the dataset holds, in dlt's shape."""
+    present = dataset.table_names()
+    hints = (state.get(SCHEMA_KEY) or {}).get("tables", {})
+    owners: dict[str, str] = {}
+    for (_, resource), names in sorted(resource_tables.tables_by_resource(dict(state), present).items()):
+        for name in names:
+            owners.setdefault(name, resource)
+    tables: dict[str, dict[str, Any]] = {}
+    for name in sorted(owners):
+        schema = dataset.table(name).schema()
+        if schema is not None:
+            parent = _parent(name, owners)
+            tables[name] = _table(name, owners[name], schema, None if parent else hints.get(name), parent)
+    if STATE_TABLE in present and tables:
+        schema = dataset.table(STATE_TABLE).schema()
+        if schema is not None:
+            state_table = _table(STATE_TABLE, STATE_TABLE, schema, None, None)
+            state_table["write_disposition"] = "append"
+            tables[STATE_TABLE] = state_table
+    return tables
+
+
+def _parent(name: str, tables: Mapping[str, str]) -> str | None:
+    """A nested table's parent: the nearest table its name extends (``users__address__tags``
+    is a child of ``users`` when no table ``users__address`` exists)."""
+    parts = name.split(resource_tables.NESTING_SEPARATOR)
+    for end in range(len(parts) - 1, 0, -1):
+        candidate = resource_tables.NESTING_SEPARATOR.join(parts[:end])
+        if candidate in tables:
+            return candidate
+    return None
+
+
+def _table(
+    name: str, resource: str, schema: Any, hints: Mapping[str, Any] | None, parent: str | None
+) -> dict[str, Any]:
+    declared = dict((hints or {}).get("columns") or {})
+    keys = {hint: list((hints or {}).get(hint) or []) for hint in KEY_HINTS}
+    merged = _disposition((hints or {}).get("write_disposition")).get("write_disposition") == "merge"
+    columns = {}
+    for field in schema.fields:
+        column: dict[str, Any] = {"name": field.name}
+        # A type no sparkload data type names (another writer's) is left out, as dlt leaves
+        # out an incomplete column's.
+        with contextlib.suppress(ValueError):
+            column["data_type"] = data_type_of_spark(field.dataType)
+        if column.get("data_type") == "decimal":
+            column["precision"], column["scale"] = field.dataType.precision, field.dataType.scale
+        if column.get("data_type") == "text" and (declared.get(field.name) or {}).get("data_type") == "time":
+            column["data_type"] = "time"  # Delta has no TIME type: times are stored as text
+        column["nullable"] = bool(field.nullable)
+        if field.name in _SYSTEM_COLUMN_HINTS:
+            column["nullable"] = False  # sparkload fills its own columns in every row
+            column.update(_SYSTEM_COLUMN_HINTS[field.name])
+        for hint in KEY_HINTS:
+            if field.name in keys[hint]:
+                column[hint] = True
+        if column.get("primary_key") and merged:
+            column["nullable"] = False  # a merge refuses a NULL key
+        for hint, value in (declared.get(field.name) or {}).items():
+            if hint not in ("data_type", "precision", "scale"):  # the table's own types win
+                column[hint] = value
+        columns[field.name] = column
+    table: dict[str, Any] = {"name": name, "columns": columns}
+    if parent is not None:
+        table["parent"] = parent
+    else:
+        table.update(_disposition((hints or {}).get("write_disposition")))
+        table["resource"] = resource
+    return table
+
+
+def _disposition(given: Any) -> dict[str, Any]:
+    """A recorded write disposition as dlt's table keys: ``write_disposition`` and, for a
+    merge strategy other than the default, ``x-merge-strategy``."""
+    if isinstance(given, Mapping):
+        out = {"write_disposition": given.get("disposition")}
+        if given.get("strategy") not in (None, "delete-insert"):
+            out["x-merge-strategy"] = given["strategy"]
+        return out
+    return {} if given is None else {"write_disposition": given}
+
+
+def _content_hash(tables: Mapping[str, Any]) -> str:
+    """dlt's ``version_hash``: a digest of the schema's content, in base64."""
+    content = orjson.dumps(tables, option=orjson.OPT_SORT_KEYS)
+    return base64.b64encode(hashlib.sha256(content).digest()).decode()
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    return value
+
+
+# -- the files ---------------------------------------------------------------------------------------
+class SchemaFiles:
+    """dlt's ``import_schema_path`` and ``export_schema_path``: folders of
+    ``<schema name>.schema.yaml`` files."""
+
+    def __init__(
+        self,
+        schema_name: str,
+        import_path: str | os.PathLike[str] | None,
+        export_path: str | os.PathLike[str] | None,
+    ) -> None:
+        self.schema_name = schema_name
+        self.import_path = Path(import_path) if import_path is not None else None
+        self.export_path = Path(export_path) if export_path is not None else None
+
+    @property
+    def configured(self) -> bool:
+        return self.import_path is not None or self.export_path is not None
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.schema_name}{SCHEMA_FILE_SUFFIX}"
+
+    def apply_import(self, tables: Mapping[str, ExtractedTable]) -> None:
+        """Give each table the hints the import file sets for it: under the resource's own
+        (a hint the resource declares wins, as in dlt). Only root tables take column hints."""
+        imported = self.read_import()
+        for table in tables.values():
+            found = imported.get(table.name)
+            if found:
+                table.hints = _with_imported(table.hints, found)
+
+    def read_import(self) -> dict[str, dict[str, Any]]:
+        """The import file's tables, names normalized, with only the hints sparkload uses."""
+        if self.import_path is None:
+            return {}
+        path = self.import_path / self.file_name
+        if not path.exists():
+            others = sorted(p.name for p in self.import_path.glob(f"*{SCHEMA_FILE_SUFFIX}"))
+            if others:
+                logger.warning(
+                    "%s holds %s but not %s: a sparkload pipeline's schema is named after the "
+                    "pipeline; rename the file to import it",
+                    self.import_path,
+                    ", ".join(others),
+                    self.file_name,
+                )
+            return {}
+        try:
+            document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise SparkloadConfigError(f"the imported schema {path} is not valid YAML: {exc}") from exc
+        if not isinstance(document, Mapping) or not isinstance(document.get("tables") or {}, Mapping):
+            raise SparkloadConfigError(f"the imported schema {path} has no 'tables' mapping")
+        return {
+            normalize_table_name(str(name)): _imported_table(path, str(name), table)
+            for name, table in (document.get("tables") or {}).items()
+            if not _is_system_name(str(name))
+        }
+
+    def after_load(self, schema: Schema, declared: Schema) -> None:
+        """Write the export (the schema as loaded) and, as dlt does on a pipeline's first run,
+        an import file holding the hints the resources declared when there is none yet."""
+        if self.export_path is not None:
+            _write_atomically(self.export_path / self.file_name, schema.to_pretty_yaml())
+        if self.import_path is not None and not (self.import_path / self.file_name).exists():
+            _write_atomically(self.import_path / self.file_name, declared.to_pretty_yaml())
+
+
+def declared_schema(name: str, state: Mapping[str, Any]) -> Schema:
+    """The hints the resources declared (what dlt writes to a new import file): the tables
+    recorded in the state, with their declared columns and keys only."""
+    entry = state.get(SCHEMA_KEY) or {}
+    tables = {}
+    for table_name, hints in sorted((entry.get("tables") or {}).items()):
+        columns: dict[str, dict[str, Any]] = {
+            column: {"name": column, **values} for column, values in hints.get("columns", {}).items()
+        }
+        for hint in KEY_HINTS:
+            for column in hints.get(hint) or []:
+                columns.setdefault(column, {"name": column}).update({"nullable": False, hint: True})
+        table: dict[str, Any] = {"name": table_name, "columns": columns}
+        table.update(_disposition(hints.get("write_disposition")))
+        table["resource"] = hints.get("resource")
+        tables[table_name] = table
+    return Schema(name, _version(tables), _content_hash(tables), tables)
+
+
+def _is_system_name(name: str) -> bool:
+    return name.startswith(RESERVED_TABLE_PREFIX) or name.startswith(_DLT_PREFIX)
+
+
+def _imported_table(path: Path, table: str, content: Any) -> dict[str, Any]:
+    if not isinstance(content, Mapping):
+        raise SparkloadConfigError(f"the imported schema {path}: table '{table}' is not a mapping")
+    columns = content.get("columns") or {}
+    if not isinstance(columns, Mapping):
+        raise SparkloadConfigError(f"the imported schema {path}: table '{table}' has no 'columns' mapping")
+    out: dict[str, dict[str, Any]] = {}
+    for name, hints in columns.items():
+        if _is_system_name(str(name)) or not isinstance(hints, Mapping):
+            continue
+        data_type = hints.get("data_type")
+        if data_type is not None and data_type not in DATA_TYPES:
+            raise SparkloadConfigError(
+                f"the imported schema {path}: table '{table}', column '{name}': data_type must be "
+                f"one of {', '.join(DATA_TYPES)}, got {data_type!r}"
+            )
+        out[normalize_column_path(str(name))] = {
+            hint: hints[hint] for hint in (*IMPORTED_COLUMN_HINTS, *KEY_HINTS) if hint in hints
+        }
+    return out
+
+
+def _with_imported(hints: LoadHints, imported: Mapping[str, Mapping[str, Any]]) -> LoadHints:
+    """``hints`` with the imported column hints beneath the declared ones, and the imported
+    keys where the resource declares none."""
+    columns = {name: dict(column) for name, column in hints.columns.items()}
+    for name, column in imported.items():
+        own = {hint: value for hint, value in column.items() if hint in IMPORTED_COLUMN_HINTS}
+        if own:
+            columns[name] = {**own, **columns.get(name, {})}
+
+    def imported_key(hint: str) -> tuple[str, ...]:
+        return tuple(name for name, column in imported.items() if column.get(hint))
+
+    return dataclasses.replace(
+        hints,
+        columns=columns,
+        primary_key=hints.primary_key or imported_key("primary_key"),
+        merge_key=hints.merge_key or imported_key("merge_key"),
+    )
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
