@@ -852,3 +852,25 @@ def test_an_empty_incremental_primary_key_turns_boundary_deduplication_off(
     pipeline.run(r())
     pipeline.run(r())
     assert sorted(row["u"] for row in delta_rows(pipeline, "r")) == [1, 2, 2]
+
+
+def test_a_transformers_configured_argument_holds_for_every_item_and_is_read_again_next_run(
+    pipeline: sl.Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Config for a transformer's left-out argument is read once per run (not per item) and
+    applies to every item; the next run reads it again."""
+
+    @sl.transformer(name="scaled")
+    def scaled(item: int, factor: int = 1) -> Iterator[dict[str, int]]:
+        yield {"item": item, "v": item * factor}
+
+    monkeypatch.setenv("SOURCES__SCALED__FACTOR", "10")
+    pipeline.run([1, 2, 3] | scaled)
+    monkeypatch.setenv("SOURCES__SCALED__FACTOR", "100")
+    pipeline.run([4] | scaled)
+    assert sorted((row["item"], row["v"]) for row in delta_rows(pipeline, "scaled")) == [
+        (1, 10),
+        (2, 20),
+        (3, 30),
+        (4, 400),
+    ]

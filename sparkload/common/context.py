@@ -48,6 +48,11 @@ _windows: contextvars.ContextVar[Mapping[str, Window] | None] = contextvars.Cont
 _clock: contextvars.ContextVar[datetime.datetime | None] = contextvars.ContextVar(
     "sparkload_clock", default=None
 )
+# What one extraction computes once and reuses (by key), such as a transformer's arguments
+# from config, read for its first item only.
+_scratch: contextvars.ContextVar[dict[Any, Any] | None] = contextvars.ContextVar(
+    "sparkload_scratch", default=None
+)
 _source: contextvars.ContextVar[str | None] = contextvars.ContextVar("sparkload_source", default=None)
 _resource: contextvars.ContextVar[str | None] = contextvars.ContextVar("sparkload_resource", default=None)
 # The source whose function is running: resources made inside it take its name as their
@@ -74,6 +79,7 @@ def extraction(
     """Make ``pipeline``, the state being extracted, the interval resources' windows and the
     run's clock visible to resources."""
     tokens = (_pipeline.set(pipeline), _state.set(state), _windows.set(windows), _clock.set(clock))
+    scratch = _scratch.set({})
     try:
         yield
     finally:
@@ -81,6 +87,7 @@ def extraction(
         _state.reset(tokens[1])
         _windows.reset(tokens[2])
         _clock.reset(tokens[3])
+        _scratch.reset(scratch)
 
 
 @contextlib.contextmanager
@@ -117,6 +124,15 @@ def execution_time() -> datetime.datetime:
 def interval_window(resource_name: str) -> Window | None:
     """The window an interval resource loads in the package being extracted (or None)."""
     return (_windows.get() or {}).get(resource_name)
+
+
+def extraction_scratch(key: Any) -> dict[Any, Any]:
+    """A dict the running extraction keeps under ``key`` (a fresh one outside a run)."""
+    scratch = _scratch.get()
+    if scratch is None:
+        return {}
+    found: dict[Any, Any] = scratch.setdefault(key, {})
+    return found
 
 
 def extracting_pipeline() -> PipelineView | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import types
 import typing
@@ -33,6 +34,7 @@ def bind_config(
     sections: tuple[str, ...],
     pipeline_name: str | None = None,
     other_sections: Sequence[tuple[str, ...]] = (),
+    configured_defaults: dict[str, Any] | None = None,
 ) -> ConfigBoundArguments:
     """Bind ``args``/``kwargs`` to ``func``, apply defaults, and resolve every parameter whose
     value is a sentinel, trying ``sections`` (then ``other_sections``) from most to least
@@ -44,6 +46,10 @@ def bind_config(
     the process's ``PATH`` or ``HOME``.) Values the caller passed are used as given. Raises
     ConfigFieldMissingError naming every unresolved sentinel and each key and environment
     variable that would supply it.
+
+    ``configured_defaults`` keeps what config gave (or did not give) the arguments left out,
+    for calls of one function in one run (a transformer's, once per item): they are looked
+    up once, not per call.
     """
     signature = _signature(func)
     bound = signature.bind(*args, **kwargs)
@@ -67,14 +73,19 @@ def bind_config(
             if secret and type(value) is str:
                 bound.arguments[name] = TSecretValue(value)  # keep it out of reprs too
             continue
-        providers = load_providers() if providers is None else providers
-        paths = lookup_keys(sections, name, pipeline_name, other_sections)
-        if not required:
-            paths = [path for path in paths if len(path) > 1 and path != (pipeline_name, name)]
-        lookup = Lookup(name, paths, secret, _annotation(param))
-        resolved = resolve(lookup, providers)
-        if resolved is MISSING:
-            resolved = _resolve_fields(lookup, providers)
+        if not required and configured_defaults is not None and name in configured_defaults:
+            resolved = copy.deepcopy(configured_defaults[name])  # the function may change it
+        else:
+            providers = load_providers() if providers is None else providers
+            paths = lookup_keys(sections, name, pipeline_name, other_sections)
+            if not required:
+                paths = [path for path in paths if len(path) > 1 and path != (pipeline_name, name)]
+            lookup = Lookup(name, paths, secret, _annotation(param))
+            resolved = resolve(lookup, providers)
+            if resolved is MISSING:
+                resolved = _resolve_fields(lookup, providers)
+            if not required and configured_defaults is not None:
+                configured_defaults[name] = resolved
         if resolved is not MISSING:
             bound.arguments[name] = resolved
         elif required:

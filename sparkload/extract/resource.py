@@ -279,10 +279,15 @@ class Resource:
         )
 
     def _bind_arguments(
-        self, leading: tuple[Any, ...], resource_state: dict[str, Any], pipeline_name: str | None
+        self,
+        leading: tuple[Any, ...],
+        resource_state: dict[str, Any],
+        pipeline_name: str | None,
+        configured_defaults: dict[str, Any] | None = None,
     ) -> tuple[ConfigBoundArguments, list[Incremental[Any]]]:
         """The call's arguments, bound and injected from config, with its incrementals bound to
-        a run that finds ``resource_state`` (and writes it)."""
+        a run that finds ``resource_state`` (and writes it); ``configured_defaults``: see
+        ``bind_config``."""
         assert self._func is not None
         args, kwargs = list(self._bound_args[0]), dict(self._bound_args[1])
         parameter = incremental_parameter(self._func)
@@ -300,6 +305,7 @@ class Resource:
             kwargs,
             sections=sections,
             other_sections=other_sections,
+            configured_defaults=configured_defaults,
             pipeline_name=pipeline_name,
         )
         incrementals = bind_incrementals(
@@ -324,11 +330,15 @@ class Resource:
             )
         ]
 
-    def _call_function(self, *leading: Any) -> tuple[Any, list[Incremental[Any]]]:
+    def _call_function(
+        self, *leading: Any, configured_defaults: dict[str, Any] | None = None
+    ) -> tuple[Any, list[Incremental[Any]]]:
         """Call the function with bound and injected arguments; its incrementals are bound to
         this run (and to the resource state) and returned, to filter what it yields."""
         assert self._func is not None
-        bound, incrementals = self._bind_arguments(leading, _resource_state(self.name), _pipeline_name())
+        bound, incrementals = self._bind_arguments(
+            leading, _resource_state(self.name), _pipeline_name(), configured_defaults
+        )
         if self.intervals is not None:
             window = context.interval_window(self.name)
             bind_intervals(bound.arguments, bound.signature.parameters, window)
@@ -369,11 +379,15 @@ class Resource:
         return _split(iterate_any(data), run), incrementals + hinted
 
     def _transform(self, parent_items: Iterator[Any]) -> Iterator[Any]:
+        # Called once per parent item: config is read for the run's first call only.
+        configured_defaults = context.extraction_scratch(("configured_defaults", id(self)))
         for item in parent_items:
             # A marked parent item: the function gets what it wraps and what it yields
             # keeps the mark (goes to the table the parent's item was sent to), as in dlt.
             marked = item if type(item) is MarkedItem else None
-            data, incrementals = self._call_function(item if marked is None else marked.data)
+            data, incrementals = self._call_function(
+                item if marked is None else marked.data, configured_defaults=configured_defaults
+            )
             produced = iterate_any(data)
             pages = _filtered(produced, incrementals, produced)
             yield from pages if marked is None else (marked.with_data(page) for page in pages)
