@@ -157,3 +157,36 @@ def test_two_extracts_before_a_load_continue_one_cursor(tmp_path: Path) -> None:
         pipeline.state["sources"]["two_extracts"]["resources"]["events"]["incremental"]["id"]["last_value"]
         == 14
     )
+
+
+def test_a_table_folder_made_by_another_writer_mid_listing_reads_as_no_table(tmp_path: Path) -> None:
+    # pyarrow raises when a folder it found missing appears before its allow_not_found
+    # check; a second pipeline creating the shared state table hits that window. Here a
+    # thread makes and removes the log folder as fast as it can while the log is listed.
+    import threading
+
+    from sparkload.common.folder import Folder
+    from sparkload.load import delta_log
+
+    table = tmp_path / "state"
+    log = table / "_delta_log"
+    table.mkdir()
+    stop = threading.Event()
+
+    def churn() -> None:
+        while not stop.is_set():
+            try:
+                log.mkdir()
+                log.rmdir()
+            except OSError:
+                pass
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    try:
+        for _ in range(20_000):
+            assert delta_log.commit_versions(str(table)) == []
+            assert Folder(str(log)).subfolders() == []
+    finally:
+        stop.set()
+        worker.join()

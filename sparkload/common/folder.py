@@ -21,6 +21,19 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     return fs, str(path)
 
 
+def list_entries(fs: pafs.FileSystem, path: str) -> list[pafs.FileInfo]:
+    """What lies directly in the folder ``path``; nothing when there is no such folder.
+
+    pyarrow's ``allow_not_found`` has a race: when the listing finds no folder it checks
+    once more, and raises if another writer created the folder in between. Such a folder
+    was empty at the listing, so it is reported as empty.
+    """
+    try:
+        return list(fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)))
+    except FileNotFoundError:
+        return []
+
+
 class Folder:
     def __init__(self, uri: str) -> None:
         self.uri = uri.rstrip("/")
@@ -73,23 +86,20 @@ class Folder:
 
     def subfolders(self) -> list[str]:
         """Names of the folders directly inside, sorted."""
-        selector = pafs.FileSelector(self._path, allow_not_found=True)
         return sorted(
-            i.base_name for i in self._fs.get_file_info(selector) if i.type == pafs.FileType.Directory
+            i.base_name for i in list_entries(self._fs, self._path) if i.type == pafs.FileType.Directory
         )
 
     def file_sizes(self, suffix: str) -> dict[str, int]:
         """Name → size in bytes of the files directly inside whose name ends with ``suffix``."""
-        selector = pafs.FileSelector(self._path, allow_not_found=True)
         return {
             i.base_name: int(i.size)
-            for i in self._fs.get_file_info(selector)
+            for i in list_entries(self._fs, self._path)
             if i.type == pafs.FileType.File and i.base_name.endswith(suffix)
         }
 
     def has_files(self, suffix: str) -> bool:
-        selector = pafs.FileSelector(self._path, allow_not_found=True)
-        return any(i.base_name.endswith(suffix) for i in self._fs.get_file_info(selector))
+        return any(i.base_name.endswith(suffix) for i in list_entries(self._fs, self._path))
 
     def delete(self) -> None:
         """Delete the folder and everything in it (nothing happens if it is not there)."""

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pyarrow.fs as pafs
 
-from sparkload.common.folder import filesystem
+from sparkload.common.folder import filesystem, list_entries
 
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 
@@ -23,9 +23,8 @@ _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 def commit_versions(uri: str) -> list[int]:
     """All commit versions present in the log, ascending; empty when there is no table."""
     fs, path = filesystem(uri)
-    selector = pafs.FileSelector(f"{path.rstrip('/')}/_delta_log", allow_not_found=True)
     versions = []
-    for info in fs.get_file_info(selector):
+    for info in list_entries(fs, f"{path.rstrip('/')}/_delta_log"):
         match = _COMMIT_FILE.match(info.base_name)
         if match:
             versions.append(int(match.group(1)))
@@ -89,9 +88,8 @@ def commit_tags(uri: str, newest: int) -> Iterator[tuple[int, str | None]]:
 def list_tables(dataset_uri: str) -> list[str]:
     """Names of the Delta tables directly under a dataset folder."""
     fs, path = filesystem(dataset_uri)
-    selector = pafs.FileSelector(path.rstrip("/"), allow_not_found=True)
     names = []
-    for info in fs.get_file_info(selector):
+    for info in list_entries(fs, path.rstrip("/")):
         if info.type == pafs.FileType.Directory and table_exists(
             f"{dataset_uri.rstrip('/')}/{info.base_name}"
         ):
