@@ -205,6 +205,57 @@ class NormalizeError(SparkloadError):
         self.column = column
 
 
+class ExpectationError(NormalizeError):
+    """A data-quality expectation refused the load, before any commit: rows broke an
+    expectation whose ``on_violation`` is ``fail`` (``failed_rows`` of them, ``sample`` a few
+    as dicts), or its condition cannot be evaluated on the table (``failed_rows`` is None)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table: str,
+        resource: str,
+        expectation: str,
+        condition: str,
+        failed_rows: int | None = None,
+        sample: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        super().__init__(message, table=table)
+        self.resource = resource
+        self.expectation = expectation
+        self.condition = condition
+        self.failed_rows = failed_rows
+        self.sample = tuple(dict(row) for row in sample)
+
+
+class DataValidationError(NormalizeError):
+    """A load breaks its table's schema contract where the mode is ``freeze`` (dlt's
+    DataValidationError), refused at normalize before any commit. ``schema_entity`` is what
+    the load would add: a table (``tables``; ``column`` is None), a column (``columns``) or a
+    variant column (``data_type``; ``column`` is the variant column); ``value`` is one value
+    the load brings there (for a table, one of its rows as a dict)."""
+
+    _WHAT = {
+        "tables": "the table does not exist and tables are frozen",
+        "columns": "the column does not exist and columns are frozen",
+        "data_type": "the value's type differs from the column's and data types are frozen",
+    }
+
+    def __init__(self, *, table: str, column: str | None, schema_entity: str, value: Any) -> None:
+        where = f"table '{table}'" + (f", column '{column}'" if column is not None else "")
+        super().__init__(
+            f"{where}: schema contract violated ({schema_entity}=freeze): {self._WHAT[schema_entity]}; "
+            f"the load brings {value!r}. Nothing was loaded; the extracted package stays and the "
+            "next run retries it (pipeline.drop_pending_packages() discards it)",
+            table=table,
+            column=column,
+        )
+        self.schema_entity = schema_entity
+        self.contract_mode = "freeze"
+        self.value = value
+
+
 # -- schema ----------------------------------------------------------------------------------
 class SchemaConflictError(SparkloadError):
     """A write does not match the destination table's schema; nothing was committed.

@@ -139,6 +139,35 @@ def test_a_transformer_returning_a_deferred_call_and_arrow_and_generator_results
     assert sorted(r["id"] for r in rows(pipeline, "tgen")) == [-5, -4, -3, -2, -1, 0, 0, 1, 2, 3, 4, 5]
 
 
+def test_steps_and_the_incremental_see_what_a_deferred_call_returns(pipeline: sl.Pipeline) -> None:
+    # dlt 1.31: the map, the filter and the incremental run on each deferred call's result:
+    # r holds ids 2 and 4 (ts >= 2, id 3 filtered out) with m = 1, last_value 4; the
+    # transformer's map adds tm to both of its results.
+    @sl.defer
+    def get(i: int) -> dict[str, int]:
+        return {"id": i, "ts": i}
+
+    @sl.resource
+    def r(ts: Any = sl.sources.incremental("ts", initial_value=2)) -> Iterator[Any]:  # noqa: B008
+        for i in range(5):
+            yield get(i)
+
+    @sl.transformer(data_from=sl.resource([[1, 2]], name="parent"))
+    def t(ids: list[int]) -> Iterator[Any]:
+        for i in ids:
+            yield get(i)
+
+    mapped = r().add_map(lambda row: {**row, "m": 1}).add_filter(lambda row: row["id"] != 3)
+    # Iterated by hand, as dlt's are, the calls are made and their results go on the same way.
+    assert list(mapped) == [{"id": 2, "ts": 2, "m": 1}, {"id": 4, "ts": 4, "m": 1}]
+    pipeline.run([mapped, t.add_map(lambda row: {**row, "tm": 1})])
+
+    assert rows(pipeline, "r") == [{"id": 2, "m": 1, "ts": 2}, {"id": 4, "m": 1, "ts": 4}]
+    assert rows(pipeline, "t") == [{"id": 1, "tm": 1, "ts": 1}, {"id": 2, "tm": 1, "ts": 2}]
+    [source] = pipeline.state["sources"].values()
+    assert source["resources"]["r"]["incremental"]["ts"]["last_value"] == 4
+
+
 def test_a_failing_deferred_call_fails_the_extract_naming_the_resource_and_loads_nothing(
     pipeline: sl.Pipeline,
 ) -> None:

@@ -322,3 +322,47 @@ def test_an_incremental_filters_marked_items_by_what_they_wrap(pipeline: sl.Pipe
     cursor = pipeline.state["sources"][pipeline.pipeline_name]["resources"]["stream"]["incremental"]["ts"]
     assert cursor["last_value"] == 5
     assert pipeline.run(stream()).row_counts == {}
+
+
+def test_a_replace_resource_empties_the_tables_it_routed_rows_to_before(pipeline: sl.Pipeline) -> None:
+    # dlt 1.31 (duckdb): run 1 marks {"id": 1} to "other" and yields {"id": 2}; run 2 yields
+    # nothing: both "r" and "other" are empty afterwards.
+    runs = {"n": 0}
+
+    @sl.resource(write_disposition="replace")
+    def r() -> Iterator[Any]:
+        if runs["n"] == 0:
+            yield sl.mark.with_table_name({"id": 1, "tags": ["x"]}, "other")
+            yield {"id": 2}
+
+    pipeline.run(r())
+    assert rows(pipeline, "other") == [{"id": 1}]
+    assert rows(pipeline, "other__tags") != []
+    runs["n"] = 1
+    pipeline.run(r())
+    assert rows(pipeline, "r") == []
+    assert rows(pipeline, "other") == []
+    assert rows(pipeline, "other__tags") == []
+
+
+def test_a_replace_resource_with_a_table_name_function_empties_its_tables_yielded_nothing_for(
+    pipeline: sl.Pipeline,
+) -> None:
+    # dlt 1.31 (duckdb): run 1 fills a and b; run 2 yields only {"t": "a", "id": 3}: a holds 3,
+    # b is empty; run 3 yields nothing: both are empty.
+    batches = [[{"t": "a", "id": 1}, {"t": "b", "id": 2}], [{"t": "a", "id": 3}], []]
+    runs = {"n": 0}
+
+    @sl.resource(write_disposition="replace", table_name=lambda row: row["t"])
+    def r() -> Iterator[Any]:
+        yield from batches[runs["n"]]
+
+    pipeline.run(r())
+    runs["n"] = 1
+    pipeline.run(r())
+    assert rows(pipeline, "a") == [{"id": 3, "t": "a"}]
+    assert rows(pipeline, "b") == []
+    runs["n"] = 2
+    pipeline.run(r())
+    assert rows(pipeline, "a") == []
+    assert rows(pipeline, "b") == []

@@ -14,6 +14,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from sparkload.common.expectations import Expectation
 from sparkload.common.time import as_utc
 from sparkload.exceptions import ResourceError
 
@@ -57,6 +58,39 @@ COLUMN_NAME_OPTIONS = (
 # What a load does when it would change a table destructively (SQLMesh's setting).
 DESTRUCTIVE_CHANGE_POLICIES = ("error", "warn", "allow")
 DATA_TYPES = ("text", "bigint", "double", "bool", "decimal", "date", "timestamp", "binary", "time", "json")
+# dlt's schema contracts: what a load may change in the destination's schema (entities) and
+# what it does with data that would change it otherwise (modes); see normalize/contracts.py.
+SCHEMA_CONTRACT_ENTITIES = ("tables", "columns", "data_type")
+SCHEMA_CONTRACT_MODES = ("evolve", "freeze", "discard_row", "discard_value")
+
+
+def schema_contract_settings(value: str | Mapping[str, str] | None) -> dict[str, str] | None:
+    """A ``schema_contract`` hint as a mode for every entity, as dlt expands it: a string
+    sets all three, a dict the entities it names and ``evolve`` for the others. None (no
+    contract) and ``{}`` (dlt's way to remove one) give None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        given: dict[str, Any] = dict.fromkeys(SCHEMA_CONTRACT_ENTITIES, value)
+    elif isinstance(value, Mapping):
+        given = dict(value)
+        if not given:
+            return None
+    else:
+        raise ResourceError(f"schema_contract must be a mode or a dict of modes by entity, got {value!r}")
+    unknown = sorted(set(given) - set(SCHEMA_CONTRACT_ENTITIES))
+    if unknown:
+        raise ResourceError(
+            f"schema_contract: unknown entity {', '.join(map(repr, unknown))}; the entities are "
+            f"{', '.join(SCHEMA_CONTRACT_ENTITIES)}"
+        )
+    for entity, mode in given.items():
+        if mode not in SCHEMA_CONTRACT_MODES:
+            raise ResourceError(
+                f"schema_contract: the mode of {entity!r} must be one of "
+                f"{', '.join(SCHEMA_CONTRACT_MODES)}, got {mode!r}"
+            )
+    return {entity: str(given.get(entity, "evolve")) for entity in SCHEMA_CONTRACT_ENTITIES}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,6 +227,11 @@ class LoadHints:
     # Load as into empty tables (a full refresh).
     refresh: bool = False
     time_range: TimeRangeSpec | None = None
+    # The root table's data-quality expectations, each with its action decided.
+    expectations: tuple[Expectation, ...] = ()
+    # dlt's schema contract of the root table and its nested tables, a mode per entity
+    # (see schema_contract_settings); None: every change evolves the schema.
+    schema_contract: Mapping[str, str] | None = None
 
     @property
     def disposition(self) -> str:
@@ -228,6 +267,8 @@ class LoadHints:
             "on_destructive_change": self.on_destructive_change,
             "refresh": self.refresh,
             "time_range": None if self.time_range is None else self.time_range.to_dict(),
+            "expectations": [expectation.to_dict() for expectation in self.expectations],
+            "schema_contract": None if self.schema_contract is None else dict(self.schema_contract),
         }
 
     @classmethod
@@ -247,4 +288,6 @@ class LoadHints:
             on_destructive_change=data.get("on_destructive_change"),
             refresh=bool(data.get("refresh")),
             time_range=None if time_range is None else TimeRangeSpec.from_dict(time_range),
+            expectations=tuple(Expectation.from_dict(e) for e in data.get("expectations") or ()),
+            schema_contract=schema_contract_settings(data.get("schema_contract")),
         )

@@ -21,6 +21,9 @@ TAG_BIGINT = TAG + "I"
 # NaN, +inf and -inf, which orjson would write as null: a value lost without a word. They
 # travel as "NaN", "Infinity" or "-Infinity", the spellings Spark casts back to a double.
 TAG_DOUBLE = TAG + "F"
+# A dict or list kept whole as JSON text in a column hinted ``json`` (normalize writes it
+# when values of one load need rewriting; see normalize/conflicts.py).
+TAG_JSON = TAG + "J"
 
 TAGS = {
     TAG_TIMESTAMP: "timestamp",
@@ -30,4 +33,5 @@ TAGS = {
     TAG_BINARY: "binary",
     TAG_BIGINT: "bigint",
     TAG_DOUBLE: "double",
+    TAG_JSON: "json",
 }

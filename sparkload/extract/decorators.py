@@ -10,6 +10,8 @@ from typing import Any
 from typing_extensions import Unpack
 
 from sparkload.common import context
+from sparkload.common.dlt_arguments import RESOURCE, SOURCE, TRANSFORMER, refuse_dlt_arguments
+from sparkload.common.hints import schema_contract_settings
 from sparkload.config import bind_config, module_section
 from sparkload.exceptions import ResourceError
 from sparkload.extract.hints import ResourceHintArgs, TableHints, refuse_unknown_hints
@@ -36,7 +38,9 @@ def resource(
     """Make a resource of a generator function (as a decorator) or of data (called);
     ``incremental`` is the resource's incremental, as with ``apply_hints``.
 
-    Keywords of dlt's that sparkload has no use for (``schema_contract`` …) are ignored."""
+    A keyword of dlt's that sparkload does not implement is refused by name, with the
+    sparkload way (``sparkload.common.dlt_arguments``)."""
+    refuse_unknown_hints(hints, ResourceHintArgs.__optional_keys__, RESOURCE)
 
     def wrap(target: Any) -> Resource:
         resource_name = name or getattr(target, "__name__", None)
@@ -54,6 +58,9 @@ def resource(
             hints.get("max_table_nesting"),
             hints.get("on_destructive_change"),
             hints.get("nested_hints"),
+            hints.get("expectations"),
+            hints.get("on_violation"),
+            schema_contract=hints.get("schema_contract"),
         )
         made = Resource(
             resource_name,
@@ -89,7 +96,7 @@ def transformer(
     **hints: Unpack[ResourceHintArgs],
 ) -> Any:
     """A resource fed by another resource's items: ``fn(item, *args)`` yields new items."""
-    refuse_unknown_hints(hints, ResourceHintArgs.__optional_keys__, "transformer")
+    refuse_unknown_hints(hints, ResourceHintArgs.__optional_keys__, TRANSFORMER)
 
     def wrap(func: Callable[..., Any]) -> Resource:
         made: Resource = resource(
@@ -116,9 +123,16 @@ def source(
     name: str | None = None,
     max_table_nesting: int | None = None,
     root_key: bool = False,
-    **_ignored: Any,
+    parallelized: bool = False,
+    schema_contract: str | Mapping[str, str] | None = None,
+    **dlt_arguments: Any,
 ) -> Any:
-    """Make a source function: calling it returns a Source of the resources it returns."""
+    """Make a source function: calling it returns a Source of the resources it returns;
+    ``parallelized`` parallelizes each of them, as in dlt. A keyword of dlt's that sparkload
+    does not implement is refused by name (``sparkload.common.dlt_arguments``).
+    ``schema_contract`` is the contract of every resource that sets none of its own."""
+    refuse_dlt_arguments(SOURCE, dlt_arguments)
+    contract = schema_contract_settings(schema_contract)  # a bad mode fails at decoration
 
     def wrap(f: Callable[..., Any]) -> Callable[..., Source]:
         source_name = name or f.__name__
@@ -136,7 +150,16 @@ def source(
             with context.defining_source(source_name), context.state_scope(detached, source_name, None):
                 produced = f(*bound.args, **bound.kwargs)
                 resources = list(_as_resources(source_name, produced))
-            return Source(source_name, resources, root_key=root_key, max_table_nesting=max_table_nesting)
+            if parallelized:
+                for made in resources:
+                    made.parallelized = True
+            return Source(
+                source_name,
+                resources,
+                root_key=root_key,
+                max_table_nesting=max_table_nesting,
+                schema_contract=contract,
+            )
 
         return make_source
 

@@ -77,6 +77,8 @@ class ExtractJob:
     root_key: bool = False
     max_table_nesting: int | None = None
     children: list[ExtractJob] = dataclasses.field(default_factory=list)
+    # The source's schema contract (a mode per entity), for resources that set none.
+    schema_contract: Mapping[str, str] | None = None
 
 
 def every_entry(jobs: list[ExtractJob]) -> list[ExtractJob]:
@@ -105,7 +107,12 @@ def _normalized_options(disposition: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_hints(hints: TableHints, root_key: bool, max_table_nesting: int | None) -> LoadHints:
+def load_hints(
+    hints: TableHints,
+    root_key: bool,
+    max_table_nesting: int | None,
+    schema_contract: Mapping[str, str] | None = None,
+) -> LoadHints:
     """A resource's hints as normalize and load take them: the source's defaults applied
     and column names normalized (hints name columns as the user wrote them)."""
     wd = hints.write_disposition
@@ -121,6 +128,9 @@ def load_hints(hints: TableHints, root_key: bool, max_table_nesting: int | None)
         root_key=root_key or wd.disposition == "merge",
         on_destructive_change=hints.on_destructive_change,
         refresh=hints.refresh,
+        expectations=tuple(e.resolved(hints.on_violation) for e in hints.expectations),
+        # The resource's own contract replaces the source's whole, as in dlt.
+        schema_contract=hints.schema_contract if hints.schema_contract is not None else schema_contract,
     )
 
 
@@ -446,7 +456,7 @@ class Extractor:
         """A deferred call's result as items of the resource (None: nothing, as in dlt)."""
         if result is None:
             return
-        items = iterate_any(result)
+        items = entry.resource.finish_deferred(iterate_any(result))
         self._write_items(entry, items if mark is None else _marked_as(mark, items))
 
     def _deferred_of(self, entry: ExtractJob) -> DeferredItems:
@@ -503,7 +513,9 @@ class Extractor:
         # A table takes the hints of the resource that fills it first; that resource's marks
         # may change them (the table is routed here again after each change).
         if extracted is None or extracted.resource == entry.resource.name:
-            hints = load_hints(self._run_of(entry).hints_of(name), entry.root_key, entry.max_table_nesting)
+            table_hints = self._run_of(entry).hints_of(name)
+            nesting = entry.max_table_nesting
+            hints = load_hints(table_hints, entry.root_key, nesting, entry.schema_contract)
             if extracted is None:
                 self.tables[name] = ExtractedTable(name, entry.resource.name, hints)
             else:

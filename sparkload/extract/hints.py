@@ -6,7 +6,14 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
-from sparkload.common.hints import DATA_TYPES, DESTRUCTIVE_CHANGE_POLICIES, WriteDisposition
+from sparkload.common.dlt_arguments import refuse_dlt_arguments
+from sparkload.common.expectations import Expectation, check_on_violation, parse_expectations
+from sparkload.common.hints import (
+    DATA_TYPES,
+    DESTRUCTIVE_CHANGE_POLICIES,
+    WriteDisposition,
+    schema_contract_settings,
+)
 from sparkload.common.naming import normalize_path
 from sparkload.exceptions import ResourceError
 
@@ -173,6 +180,12 @@ class TableHints:
     # Load this run as into empty tables: a full refresh (dlt's refresh="drop_data"), which a
     # restatement asks of resources that cannot reload a range. Cursors start over.
     refresh: bool = False
+    # Data-quality expectations on the root table's rows, and the action of those that name
+    # none (None: warn); see common/expectations.py.
+    expectations: tuple[Expectation, ...] = ()
+    on_violation: str | None = None
+    # dlt's schema contract, a mode per entity (None: the source's, else evolve).
+    schema_contract: Mapping[str, str] | None = None
 
     @classmethod
     def build(
@@ -185,6 +198,9 @@ class TableHints:
         max_table_nesting: int | None = None,
         on_destructive_change: str | None = None,
         nested_hints: Any = None,
+        expectations: Any = None,
+        on_violation: str | None = None,
+        schema_contract: Any = None,
     ) -> TableHints:
         return cls(
             table_name=table_name,
@@ -195,6 +211,9 @@ class TableHints:
             nested_hints=parse_nested_hints(nested_hints),
             max_table_nesting=max_table_nesting,
             on_destructive_change=destructive_change_policy(on_destructive_change),
+            expectations=parse_expectations(expectations),
+            on_violation=check_on_violation(on_violation),
+            schema_contract=schema_contract_settings(schema_contract),
         )
 
     def merge(self, **changes: Any) -> TableHints:
@@ -225,6 +244,15 @@ class TableHints:
             current = dataclasses.replace(current, on_destructive_change=policy)
         if changes.get("refresh") is not None:
             current = dataclasses.replace(current, refresh=bool(changes["refresh"]))
+        if changes.get("expectations") is not None:
+            # replaced as a whole, as nested_hints are ({} drops them)
+            current = dataclasses.replace(current, expectations=parse_expectations(changes["expectations"]))
+        if changes.get("on_violation") is not None:
+            current = dataclasses.replace(current, on_violation=check_on_violation(changes["on_violation"]))
+        if changes.get("schema_contract") is not None:
+            # dlt replaces the contract as a whole ({} removes it)
+            contract = schema_contract_settings(changes["schema_contract"])
+            current = dataclasses.replace(current, schema_contract=contract)
         return current
 
     @property
@@ -252,6 +280,13 @@ class TableHintArgs(TypedDict, total=False):
     """Column hints, ``{name: {"data_type": ..., "nullable": ...}}`` or a list of dicts each
     with a ``"name"``."""
 
+    schema_contract: str | Mapping[str, str] | None
+    """dlt's schema contract: what a load may change in the table's schema and what it does
+    with data that would change it otherwise. A mode (``"evolve"``, ``"freeze"``,
+    ``"discard_row"``, ``"discard_value"``) for every entity, or a dict of modes by entity
+    (``"tables"``, ``"columns"``, ``"data_type"``; the others evolve). It replaces the one a
+    resource or source had as a whole; ``{}`` removes it in ``apply_hints``."""
+
 
 class ResourceHintArgs(TableHintArgs, total=False):
     """The hint keywords of ``@sl.resource``, ``@sl.transformer`` and
@@ -273,10 +308,25 @@ class ResourceHintArgs(TableHintArgs, total=False):
     """``"error"``, ``"warn"`` or ``"allow"`` a load that would change the table
     destructively (None: the pipeline's setting)."""
 
+    expectations: Mapping[str, str | Mapping[str, str]] | None
+    """Data-quality rules on the rows of the resource's table, each a Spark SQL boolean
+    expression over its normalized columns: ``{"valid_amount": "amount >= 0"}``, or with an
+    action of its own ``{"valid_amount": {"condition": "amount >= 0", "on_violation": "drop"}}``.
+    A row breaks a rule when the condition is false (NULL is not a violation). ``apply_hints``
+    replaces them as a whole (``{}`` drops them)."""
+
+    on_violation: str | None
+    """What a load does with rows that break an expectation naming no action of its own:
+    ``"warn"`` (load them, count them; the default), ``"drop"`` (leave them and the rows nested
+    under them out) or ``"fail"`` (refuse the load before any commit)."""
+
 
 def refuse_unknown_hints(given: Mapping[str, object], accepted: frozenset[str], caller: str) -> None:
-    """Raise the TypeError Python raises for a keyword ``caller`` does not take: keywords
-    typed by a hint TypedDict reach the function whatever they are."""
-    for keyword in given:
-        if keyword not in accepted:
-            raise TypeError(f"{caller}() got an unexpected keyword argument {keyword!r}")
+    """Raise the TypeError Python raises for a keyword ``caller`` does not take (keywords
+    typed by a hint TypedDict reach the function whatever they are); for a keyword of dlt's
+    the message says the sparkload way (``sparkload.common.dlt_arguments``). A keyword of
+    dlt's accepted as a no-op is taken out of ``given`` (the caller's own ``**`` dict)."""
+    kept = refuse_dlt_arguments(caller, given, accepted)
+    if isinstance(given, dict):
+        for keyword in [keyword for keyword in given if keyword not in kept]:
+            del given[keyword]

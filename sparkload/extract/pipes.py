@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from sparkload.extract.defer import is_deferred
 from sparkload.extract.mark import MarkedItem
 
 STEP_KINDS = ("map", "filter", "yield_map")
@@ -46,6 +47,11 @@ def _run_marked(marked: MarkedItem, steps: tuple[Step, ...]) -> Iterator[Any]:
 
 
 def _run(item: Any, steps: tuple[Step, ...], start: int) -> Iterator[Any]:
+    if is_deferred(item):
+        # A deferred call (``sl.defer``) is no item yet: the steps see what it returns,
+        # when the extractor has it (``Resource.finish_deferred``), as in dlt.
+        yield item
+        return
     for index in range(start, len(steps)):
         step = steps[index]
         if step.kind == "map":

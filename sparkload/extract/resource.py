@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -13,6 +14,7 @@ from typing_extensions import Unpack
 from sparkload.common import context
 from sparkload.config import ConfigBoundArguments, bind_config, module_section
 from sparkload.exceptions import ResourceError, SparkloadError
+from sparkload.extract.defer import is_deferred
 from sparkload.extract.hints import ResourceHintArgs, TableHints, TTableName, refuse_unknown_hints
 from sparkload.extract.incremental import (
     Incremental,
@@ -68,6 +70,9 @@ class Resource:
         self._hinted_incremental: Incremental[Any] | None = None
         # Time intervals it loads by, if the function declares them.
         self.intervals = declared_intervals(self._func)
+        # The pipe a deferred call's result goes on through: set by each pass over the
+        # resource, which knows the incrementals it bound (see ``finish_deferred``).
+        self._deferred_route = _DeferredRoute()
         self._limit = PageLimit()  # add_limit
         if data_from is not None and self._func is None:
             raise ResourceError(f"transformer '{name}' must be a function taking the item")
@@ -346,7 +351,15 @@ class Resource:
 
     # -- iteration --------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Any]:
-        return self.iter_items()
+        """The items as a pipeline would extract them, deferred calls made (one at a time:
+        the extractor's pool is for runs) and their results sent on through the pipe."""
+        for item in self.iter_items():
+            if type(item) is MarkedItem and is_deferred(item.data):
+                yield from (item.with_data(made) for made in self.finish_deferred(iterate_any(item.data())))
+            elif is_deferred(item):
+                yield from self.finish_deferred(iterate_any(item()))
+            else:
+                yield item
 
     def iter_items(self) -> Iterator[Any]:
         """Every data item after the pipe steps and the incremental filter; lists yielded as
@@ -362,13 +375,26 @@ class Resource:
         run = self._limit.start()
         pages, incrementals = self._start(run)
         at = len(self._steps) if self._incremental_at is None else self._incremental_at
+        self._deferred_route = _DeferredRoute(at=at, incrementals=incrementals)
         items = _filtered(apply_steps(pages, self._steps[:at]), incrementals, pages)
         items = apply_steps(items, self._steps[at:])
         return items if self._limit.unlimited else run.counted(items)
 
     def iter_items_from(self, parent_pages: Iterator[Any]) -> Iterator[Any]:
         """A transformer's items for the given parent pages (used when the parent is shared)."""
+        self._deferred_route = _DeferredRoute(at=len(self._steps))
         return apply_steps(_split(self._transform(parent_pages)), self._steps)
+
+    def finish_deferred(self, items: Iterator[Any]) -> Iterator[Any]:
+        """The items a deferred call returned, sent on through the pipe the call passed
+        untouched, as dlt sends them: the transformer call's incrementals, the steps and the
+        resource's incrementals at their place among them."""
+        route = self._deferred_route
+        at = len(self._steps) if route.at is None else route.at
+        items = _filtered(items, route.call_incrementals, items)
+        items = apply_steps(items, self._steps[:at])
+        items = _filtered(items, route.incrementals, items)
+        return apply_steps(items, self._steps[at:])
 
     def _start(self, run: LimitRun) -> tuple[Iterator[Any], list[Incremental[Any]]]:
         """The items the function or data yields (pages split), and its bound incrementals."""
@@ -389,6 +415,7 @@ class Resource:
                 item if marked is None else marked.data, configured_defaults=configured_defaults
             )
             produced = iterate_any(data)
+            self._deferred_route.call_incrementals = incrementals
             pages = _filtered(produced, incrementals, produced)
             yield from pages if marked is None else (marked.with_data(page) for page in pages)
 
@@ -404,6 +431,7 @@ class Resource:
         else:
             source = iterate_any(self._data)
         incrementals += self._bind_hinted_incremental(_resource_state(self.name))
+        self._deferred_route = _DeferredRoute(at=len(self._steps), incrementals=incrementals)
         pages = _filtered(self._processed_pages(source), incrementals, source)
         return pages if self._limit.unlimited else limit_pages(pages, self._limit)
 
@@ -452,6 +480,16 @@ class Resource:
         return (
             f"<{kind} '{self.name}' table={self.table_name!r} write_disposition={self.write_disposition!r}>"
         )
+
+
+@dataclasses.dataclass
+class _DeferredRoute:
+    """Where a pass over a resource applies its incrementals: a transformer call's own
+    before every step, the others at step ``at`` (None: after every step)."""
+
+    at: int | None = None
+    incrementals: list[Incremental[Any]] = dataclasses.field(default_factory=list)
+    call_incrementals: list[Incremental[Any]] = dataclasses.field(default_factory=list)
 
 
 def _split(pages: Iterator[Any], run: LimitRun | None = None) -> Iterator[Any]:

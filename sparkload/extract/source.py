@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from sparkload.common.hints import schema_contract_settings
 from sparkload.exceptions import ResourceError
 from sparkload.extract.resource import Resource
 
@@ -20,15 +21,27 @@ class Source:
         *,
         root_key: bool = False,
         max_table_nesting: int | None = None,
+        schema_contract: str | Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
         self.root_key = root_key
         self.max_table_nesting = max_table_nesting
+        self.schema_contract = schema_contract
         self._resources: dict[str, Resource] = {}
         for resource in resources:
             if resource.name in self._resources:
                 raise ResourceError(f"source '{name}' has two resources named '{resource.name}'")
             self._resources[resource.name] = resource
+
+    @property
+    def schema_contract(self) -> Mapping[str, str] | None:
+        """The contract of the resources that set none of their own, a mode per entity
+        (dlt's ``source.schema_contract``; set it as a mode or a dict of modes)."""
+        return self._schema_contract
+
+    @schema_contract.setter
+    def schema_contract(self, value: str | Mapping[str, str] | None) -> None:
+        self._schema_contract = schema_contract_settings(value)
 
     @property
     def resources(self) -> dict[str, Resource]:

@@ -20,7 +20,6 @@ from pyspark.sql import functions as F
 from sparkload.common.hints import LoadHints
 from sparkload.common.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPackage
 from sparkload.common.side_by_side import run_side_by_side
-from sparkload.common.sql import quote
 from sparkload.common.system_columns import LOAD_ID
 from sparkload.load import (
     creation,
@@ -40,9 +39,10 @@ from sparkload.load.fixed_frames import FixedFrames
 from sparkload.load.merge_config import merge_config
 from sparkload.load.merge_family import MergeFamily
 from sparkload.load.retry import with_commit_retry
-from sparkload.load.schema_check import check_types, nullable_schema
+from sparkload.load.schema_check import check_types
 from sparkload.load.table import DeltaTable
 from sparkload.normalize.normalizer import NormalizedTable
+from sparkload.normalize.typed import typed_rows
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,9 @@ class Loader:
         self.package = package
         self.load_id = package.load_id
         manifest = package.read(NORMALIZE_MANIFEST)
-        self.tables = [NormalizedTable.from_dict(t) for t in manifest["tables"]]
+        # A table a data-quality rule emptied (every row dropped) has nothing to load: its
+        # family loads as one whose resource yielded no rows for it.
+        self.tables = [table for table in map(NormalizedTable.from_dict, manifest["tables"]) if table.rows]
         self.hints = {root: LoadHints.from_dict(hints) for root, hints in manifest["hints"].items()}
         self.execution_time = datetime.datetime.fromisoformat(manifest["execution_time"])
         self.done: dict[str, dict[str, Any]] = (
@@ -97,12 +99,22 @@ class Loader:
         self._record_lock = threading.Lock()
         # Warnings for the LoadInfo (rows dropped outside a time window).
         self.notes: list[str] = []
+        self._checked = False
+
+    def check(self) -> None:
+        """Refuse the load, before it changes any table, for what the tables as they are
+        now cannot take (destructive changes, keys, SCD Type 2 history). Run by ``load()``
+        if not before; a refresh drops its tables only once the load has passed it."""
+        if self._checked:
+            return
+        self.notes += self._check_destructive_changes()
+        self._check_keys_and_history()
+        self._checked = True
 
     def load(self) -> list[TableLoad]:
         """Commit every table. All commits are prepared and checked against the tables'
         schemas first, so a load refused for a schema conflict changes no table."""
-        self.notes += self._check_destructive_changes()
-        self._check_keys_and_history()
+        self.check()
         commits: list[TableCommit] = []
         for root, hints in self.hints.items():
             family = [t for t in self.tables if t.root == root]
@@ -278,12 +290,7 @@ class Loader:
 
     # -- committing ------------------------------------------------------------------------
     def _typed(self, table: NormalizedTable) -> DataFrame:
-        path = self.package.normalized_table_uri(table.name)
-        schema = nullable_schema(self.spark.read.parquet(path).schema)
-        staged = self.spark.read.schema(schema).parquet(path)
-        columns = [spec.expression() for spec in table.columns]
-        columns += [F.col(quote(name)) for name in table.system_columns]
-        return staged.select(*columns)
+        return typed_rows(self.spark, self.package.normalized_table_uri(table.rows_folder), table)
 
     def _commit(self, commit: TableCommit) -> None:
         name = commit.table

@@ -55,23 +55,3 @@ def align_to_table(df: DataFrame, destination: T.StructType | None) -> DataFrame
     known = {field.name for field in destination.fields}
     columns += [F.col(quote(name)) for name in df.columns if name not in known]
     return df.select(*columns)
-
-
-def nullable_schema(schema: T.StructType) -> T.StructType:
-    """``schema`` with every field nullable.
-
-    Staged columns made from literals are stored NOT NULL, and a Delta table created with a
-    NOT NULL column makes the engine ignore mergeSchema and demand every column on each
-    later append; so staged files are read with this schema before they are written.
-    """
-    return T.StructType([T.StructField(f.name, _nullable_type(f.dataType), True) for f in schema.fields])
-
-
-def _nullable_type(dtype: T.DataType) -> T.DataType:
-    if isinstance(dtype, T.StructType):
-        return nullable_schema(dtype)
-    if isinstance(dtype, T.ArrayType):
-        return T.ArrayType(_nullable_type(dtype.elementType), True)
-    if isinstance(dtype, T.MapType):
-        return T.MapType(dtype.keyType, _nullable_type(dtype.valueType), True)
-    return dtype

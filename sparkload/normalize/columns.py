@@ -20,8 +20,16 @@ from sparkload.common.naming import (
     variant_column_name,
 )
 
-# A key the type-conflict splitter renamed: "<key>\x00v_<type>" (see normalize/conflicts.py).
+# Keys the slow path of normalize/conflicts.py rewrote (NUL never starts a real key's part
+# there: the marks are read only in files that slow path wrote):
+# - a value of another type than its field's: "<key>\x00v_<type>";
 VARIANT_KEY_MARK = "\x00v_"
+# - a key that differs from a sibling only in case, which the engine's case-insensitive
+#   column resolution cannot tell apart: "<key>\x00n_<its resolved column name>";
+NAME_KEY_MARK = "\x00n_"
+# - the keys of dicts nested deeper than the engine can describe, joined into one key of
+#   the dict above them: "<key>\x00p_<child key>\x00p_<grandchild key>".
+PATH_KEY_MARK = "\x00p_"
 
 
 @dataclasses.dataclass
@@ -66,23 +74,53 @@ def field_names(fields: list[str]) -> tuple[list[str], list[NameCollision]]:
 
     Colliding keys are resolved in an order that does not depend on the order of keys in
     the data (which may differ between loads): a key already in normal form keeps its
-    name, the others follow sorted.
+    name, the others follow sorted. Keys the slow path renamed (see the marks above) carry
+    their resolved names, which the plain keys' resolution must not take.
     """
-    plain = [name for name in fields if VARIANT_KEY_MARK not in name]
+    marked = {
+        name: _marked_name(name) for name in fields if VARIANT_KEY_MARK not in name and _is_marked(name)
+    }
+    plain = [name for name in fields if VARIANT_KEY_MARK not in name and name not in marked]
     ordered = sorted(plain, key=lambda raw: (normalize_identifier(raw) != raw, raw))
-    resolved, collisions = resolve_collisions(ordered) if ordered else ([], [])
+    taken = [resolved for resolved, _ in marked.values()]
+    resolved, collisions = resolve_collisions(ordered, taken) if ordered else ([], [])
+    collisions += [collision for _, collision in marked.values() if collision is not None]
     by_raw = dict(zip(ordered, resolved, strict=True))
+    by_raw.update({name: resolved for name, (resolved, _) in marked.items()})
     names = []
     for name in fields:
         if VARIANT_KEY_MARK in name:
             base, data_type = name.split(VARIANT_KEY_MARK, 1)
             # The variant belongs to its key's column, suffix included when the key's
             # name collided (``userId`` → ``user_id_1`` → ``user_id_1__v_text``).
-            column = by_raw.get(base) or normalize_identifier(base)
+            column = by_raw.get(base) or _marked_name(base)[0]
             names.append(variant_column_name(column, data_type))
         else:
             names.append(by_raw[name])
     return names, collisions
+
+
+def _is_marked(name: str) -> bool:
+    return NAME_KEY_MARK in name or PATH_KEY_MARK in name
+
+
+def _marked_name(key: str) -> tuple[str, NameCollision | None]:
+    """The column name of a key the slow path rewrote (or of a plain key), and the
+    collision it records when a sibling differing only in case took its plain name."""
+    parts = []
+    collision = None
+    for part in key.split(PATH_KEY_MARK):
+        original, _, resolved = part.partition(NAME_KEY_MARK)
+        normalized = normalize_identifier(original)
+        if resolved and resolved != normalized:
+            collision = NameCollision(original, normalized, resolved)
+        parts.append(resolved or normalized)
+    return make_path(*parts), collision
+
+
+def path_depth(key: str) -> int:
+    """How many dict levels a key stands for: one, or one per part of a joined key."""
+    return key.count(PATH_KEY_MARK) + 1
 
 
 def flatten(
@@ -93,8 +131,10 @@ def flatten(
     level: int,
     max_nesting: int | None,
     out: Flattened | None = None,
+    whole: frozenset[str] = frozenset(),
 ) -> Flattened:
-    """Leaves and nested lists of ``struct``; ``get(raw_name)`` reads a field of it."""
+    """Leaves and nested lists of ``struct``; ``get(raw_name)`` reads a field of it. The
+    columns named in ``whole`` (hinted ``json``) stay leaves, nested values and all."""
     out = out or Flattened()
     names, collisions = field_names([field.name for field in struct.fields])
     out.collisions.extend(collisions)
@@ -102,26 +142,49 @@ def flatten(
         path = make_path(prefix, name) if prefix else name
         column = get(field.name)
         dtype = field.dataType
-        if isinstance(dtype, T.StructType) and _nesting_allowed(level, max_nesting):
-            flatten(dtype, column.getField, table, path, level + 1, max_nesting, out)
+        # A joined key (dicts nested too deep, see PATH_KEY_MARK) stands for its levels.
+        field_level = level + path_depth(field.name) - 1
+        if path in whole:
+            out.leaves.append(Leaf(path, column, dtype))
+        elif isinstance(dtype, T.StructType) and _nesting_allowed(field_level, max_nesting):
+            flatten(dtype, column.getField, table, path, field_level + 1, max_nesting, out, whole)
         elif isinstance(dtype, T.ArrayType) and _holds_nothing(dtype.elementType):
             # Lists that were empty, or held only None and empty dicts, in every row: nothing
             # to load (and Parquet cannot write a struct without fields).
             continue
-        elif isinstance(dtype, T.ArrayType) and _nesting_allowed(level, max_nesting):
-            out.nested.append(NestedList(make_path(table, path), column, dtype.elementType, level + 1))
+        elif isinstance(dtype, T.ArrayType) and _nesting_allowed(field_level, max_nesting):
+            out.nested.append(NestedList(make_path(table, path), column, dtype.elementType, field_level + 1))
         else:
             out.leaves.append(Leaf(path, column, dtype))
     return out
 
 
 def flatten_element(
-    element: T.DataType, column: Column, table: str, level: int, max_nesting: int | None
+    element: T.DataType,
+    column: Column,
+    table: str,
+    level: int,
+    max_nesting: int | None,
+    whole: frozenset[str] = frozenset(),
 ) -> Flattened:
     """Columns of a nested table from its list element: a dict's fields, or ``value``; a
     list in a list is a nested table of its own, ``<table>__list`` (dlt's name)."""
     if isinstance(element, T.StructType):
-        return flatten(element, column.getField, table, "", level, max_nesting)
+        return flatten(element, column.getField, table, "", level, max_nesting, whole=whole)
     name = "list" if isinstance(element, T.ArrayType) else "value"
     wrapped = T.StructType([T.StructField(name, element)])
-    return flatten(wrapped, lambda _name: column, table, "", level, max_nesting)
+    return flatten(wrapped, lambda _name: column, table, "", level, max_nesting, whole=whole)
+
+
+def case_collisions(dtype: T.DataType) -> bool:
+    """Whether sibling fields somewhere in ``dtype`` differ only in case (``Id``, ``id``):
+    the engine resolves columns case-insensitively (as Spark does) and cannot select
+    either, so normalize renames them first."""
+    if isinstance(dtype, T.ArrayType):
+        return case_collisions(dtype.elementType)
+    if not isinstance(dtype, T.StructType):
+        return False
+    lowered = {field.name.lower() for field in dtype.fields}
+    if len(lowered) < len(dtype.fields):
+        return True
+    return any(case_collisions(field.dataType) for field in dtype.fields)

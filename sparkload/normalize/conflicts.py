@@ -24,8 +24,19 @@ import orjson
 from pyspark.sql import types as T
 
 from sparkload.common.naming import normalize_path
-from sparkload.common.tags import TAG, TAG_BIGINT, TAG_DECIMAL, TAG_DOUBLE, TAG_STRING, TAGS
-from sparkload.normalize.columns import VARIANT_KEY_MARK
+from sparkload.common.tags import TAG, TAG_BIGINT, TAG_DECIMAL, TAG_DOUBLE, TAG_JSON, TAG_STRING, TAGS
+from sparkload.exceptions import NormalizeError
+from sparkload.normalize.columns import NAME_KEY_MARK, PATH_KEY_MARK, VARIANT_KEY_MARK, field_names
+
+# How deep (dicts and lists) a staged row may nest before its deeper dicts are joined into
+# the keys of the dict at this depth. The engine describes a schema to its client in a
+# protobuf message whose nesting is limited (Sail 0.7.2 with pyspark-client 4.2 fails from
+# 32 nested dicts on); well below that, so lists of dicts under the joined keys fit too.
+MAX_STAGED_DEPTH = 16
+# The deepest a value kept whole as JSON (beyond max_table_nesting) can be.
+MAX_JSON_DEPTH = 28
+# The column of a nested table that holds a list's scalar elements (dlt's name).
+ELEMENT_VALUE = "value"
 
 Path_ = tuple[str, ...]
 
@@ -114,6 +125,7 @@ _JSON_TYPE_OF_HINT = {
     "bool": "bool",
     "text": "text",
     "decimal": "decimal",
+    "json": "json",
 }
 
 
@@ -190,31 +202,51 @@ class _FieldTypes:
         self.seen: dict[Path_, set[str]] = {}
         self.preferred = preferred
         self.pinned: set[Path_] = set()  # fields whose type the column decides
+        self.keys: dict[Path_, set[str]] = {}  # the keys of the dicts at each path
 
     def visit(self, item: Any, path: Path_ = ()) -> None:
         if isinstance(item, list):
             element = path + ("[]",)
             for value in item:
-                if value is not None:
+                value_type = _json_type(value)
+                if value_type is not None:
                     # The types of a list's elements: whether its numbers are tagged, and
                     # what stands in for its None elements.
-                    self.seen.setdefault(element, set()).add(str(_json_type(value)))
+                    self.seen.setdefault(element, set()).add(value_type)
+                    if value_type not in ("object", "array"):
+                        # A scalar element is the ``value`` column of the nested table's
+                        # row, where values of different types split as a field's do.
+                        self._record(element + (ELEMENT_VALUE,), value_type)
                 self.visit(value, element)
             return
         if not isinstance(item, dict):
             return
+        siblings = self.keys.setdefault(path, set())
         for key, value in item.items():
             key_path = path + (key,)
+            siblings.add(key)
             value_type = _json_type(value)
             if value_type is None:
                 continue
-            if key_path not in self.first:
-                pinned = self.preferred(key_path)
-                self.first[key_path] = pinned or value_type
-                if pinned:
-                    self.pinned.add(key_path)
-            self.seen.setdefault(key_path, set()).add(value_type)
+            self._record(key_path, value_type)
             self.visit(value, key_path)
+
+    def _record(self, key_path: Path_, value_type: str) -> None:
+        if key_path not in self.first:
+            pinned = self.preferred(key_path)
+            self.first[key_path] = pinned or value_type
+            if pinned:
+                self.pinned.add(key_path)
+        self.seen.setdefault(key_path, set()).add(value_type)
+
+    def mixed_elements(self, element: Path_) -> bool:
+        """Whether the elements of the lists at ``element`` cannot share one type: dicts,
+        lists and scalars together, or scalars of incompatible types."""
+        seen = self.seen.get(element, set())
+        if len({_element_kind(value_type) for value_type in seen}) > 1:
+            return True
+        value = element + (ELEMENT_VALUE,)
+        return any(not self.compatible(value, value_type) for value_type in self.seen.get(value, ()))
 
     def compatible(self, path: Path_, value_type: str) -> bool:
         first = _family(self.first[path])
@@ -231,39 +263,77 @@ class _FieldTypes:
             return False
         return "wide_bigint" not in self.seen[path]
 
+    def case_renames(self) -> dict[Path_, dict[str, str]]:
+        """Per dict path, the keys that differ from a sibling only in case, each as it is
+        renamed (``<key>\\x00n_<column>``); the columns are those ``columns.field_names``
+        gives all the siblings, so they do not depend on the order of keys in the data."""
+        renames: dict[Path_, dict[str, str]] = {}
+        for path, keys in self.keys.items():
+            lowered: dict[str, list[str]] = {}
+            for key in keys:
+                lowered.setdefault(key.lower(), []).append(key)
+            if all(len(group) == 1 for group in lowered.values()):
+                continue
+            ordered = sorted(keys)
+            names, _ = field_names(ordered)
+            colliding = {key for group in lowered.values() if len(group) > 1 for key in group}
+            renames[path] = {
+                key: key + NAME_KEY_MARK + name
+                for key, name in zip(ordered, names, strict=True)
+                if key in colliding
+            }
+        return renames
+
     def doubles_tagged(self, path: Path_) -> bool:
         """Whether the numbers of ``path`` travel as tagged doubles: it holds NaN or
         infinities, which only text can carry, and JSON allows one type per field."""
         return "special_double" in self.seen.get(path, ())
 
 
-class _Rewriter:
-    def __init__(self, types: _FieldTypes) -> None:
-        self.types = types
+def _nesting_allowed(level: int, max_nesting: int | None) -> bool:
+    # As columns.flatten decides it (dlt's rule).
+    return max_nesting is None or level + 1 <= max_nesting
 
-    def rewrite(self, item: Any, path: Path_ = ()) -> Any:
+
+def _element_kind(value_type: str) -> str:
+    return value_type if value_type in ("object", "array") else "scalar"
+
+
+def _depth(value: Any) -> int:
+    """How many dicts and lists nest in ``value`` (0 for a scalar)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+class _Rewriter:
+    def __init__(self, types: _FieldTypes, table: str, max_nesting: int | None) -> None:
+        self.types = types
+        self.table = table
+        self.max_nesting = max_nesting
+        self.renames = types.case_renames()
+
+    def rewrite(self, item: Any, path: Path_ = (), level: int = 0, depth: int = 0) -> Any:
+        """``item`` without conflicts; ``level`` is the nesting level of its fields (as
+        columns.flatten counts it), ``depth`` how deep in the staged row it is."""
         if isinstance(item, list):
-            element = path + ("[]",)
-            if self.types.doubles_tagged(element):
-                item = [_double_tag(value) for value in item]
-            elif "wide_bigint" in self.types.seen.get(element, ()):
-                # Ints beyond ±2**53 travel as tagged text: the list's other ints too, so
-                # its elements share one JSON type (as the ints of a field do).
-                item = [_bigint_tag(value) for value in item]
-            empty = _EMPTY_ELEMENT.get(frozenset(self.types.seen.get(element, ())))
-            if empty is not None:
-                # The JSON reader cannot read a None among dicts or lists (Sail 0.7.2): it
-                # becomes an empty one, which loads as a nested row without values.
-                item = [empty() if value is None else value for value in item]
-            return [self.rewrite(value, element) for value in item]
+            return self._rewrite_list(item, path, level, depth)
         if not isinstance(item, dict):
             return item
+        renames = self.renames.get(path, {})
         out: dict[str, Any] = {}
         for key, value in item.items():
             key_path = path + (key,)
+            name = renames[key] if key in renames else str(key)
             value_type = _json_type(value)
+            nested = value_type in ("object", "array") and _nesting_allowed(level, self.max_nesting)
             if value_type is None:
-                out[key] = value
+                out[name] = value
+            elif value_type in ("object", "array") and self.types.first[key_path] == "json":
+                # A column hinted json keeps a dict or list whole, as tagged JSON text.
+                out[name] = TAG_JSON + orjson.dumps(_untagged(value)).decode()
             elif self.types.compatible(key_path, value_type):
                 if _family(value_type) == "bigint" and self.types.first[key_path] == "decimal":
                     digits = value[len(TAG_BIGINT) :] if isinstance(value, str) else str(value)
@@ -278,15 +348,85 @@ class _Rewriter:
                     # The field is read as double: every number in it as a tagged double,
                     # except the ints of a bigint column, which stay ints.
                     value = _double_tag(value)
-                out[key] = self.rewrite(value, key_path)
+                if not nested:
+                    self._refuse_too_deep(value, key_path, depth)
+                out[name] = self.rewrite(value, key_path, level + 1, depth + 1)
             elif value_type in ("object", "array"):
                 # A nested value where a scalar was seen first: kept whole, as JSON text.
-                out[key + VARIANT_KEY_MARK + "json"] = orjson.dumps(_untagged(value)).decode()
+                out[name + VARIANT_KEY_MARK + "json"] = orjson.dumps(_untagged(value)).decode()
             else:
                 if value_type == "double" and self.types.doubles_tagged(key_path):
                     value = _double_tag(value)  # beside the tagged ones in the variant key
-                out[key + VARIANT_KEY_MARK + _family(value_type)] = value
-        return out
+                out[name + VARIANT_KEY_MARK + _family(value_type)] = value
+        return self._joined(out, level) if depth >= MAX_STAGED_DEPTH else out
+
+    def _rewrite_list(self, item: list[Any], path: Path_, level: int, depth: int) -> list[Any]:
+        element = path + ("[]",)
+        seen = self.types.seen.get(element, set())
+        if self.types.doubles_tagged(element):
+            item = [_double_tag(value) for value in item]
+        elif "wide_bigint" in seen:
+            # Ints beyond ±2**53 travel as tagged text: the list's other ints too, so
+            # its elements share one JSON type (as the ints of a field do).
+            item = [_bigint_tag(value) for value in item]
+        empty = _EMPTY_ELEMENT.get(frozenset(seen))
+        if empty is not None:
+            # The JSON reader cannot read a None among dicts or lists (Sail 0.7.2): it
+            # becomes an empty one, which loads as a nested row without values.
+            item = [empty() if value is None else value for value in item]
+        if self.types.mixed_elements(element):
+            # Scalars, dicts and lists in one list (``[1, [2]]``), or scalars of types that
+            # share no column (``[1, "a"]``): each element becomes a row of the nested
+            # table, as dlt makes it, and its scalars split into variant columns.
+            return [self._element_row(value, element, level, depth + 1) for value in item]
+        # A list in a list is a nested table one level further (``<table>__list``).
+        return [
+            self.rewrite(value, element, level + 1 if isinstance(value, list) else level, depth + 1)
+            for value in item
+        ]
+
+    def _element_row(self, value: Any, element: Path_, level: int, depth: int) -> Any:
+        """An element of a list of mixed elements as the row of its nested table dlt makes
+        of it: a dict's keys, a scalar in ``value``, a list as the nested table
+        ``<table>__list``; None a row without values (the reader cannot read None there)."""
+        if isinstance(value, dict):
+            return self.rewrite(value, element, level, depth)
+        if isinstance(value, list):
+            return {"list": self.rewrite(value, element, level + 1, depth + 1)}
+        return {} if value is None else self.rewrite({ELEMENT_VALUE: value}, element, level, depth)
+
+    def _refuse_too_deep(self, value: Any, key_path: Path_, depth: int) -> None:
+        """Refuse a dict or list kept whole as JSON (beyond max_table_nesting) that nests
+        deeper than the engine can describe."""
+        if isinstance(value, (dict, list)) and depth + _depth(value) > MAX_JSON_DEPTH:
+            column = normalize_path([part for part in key_path if part != "[]"])
+            raise NormalizeError(
+                f"table '{self.table}', column '{column}': a value nests {_depth(value)} dicts "
+                f"or lists deep beyond max_table_nesting={self.max_nesting}, where it is kept "
+                f"whole as JSON; the engine cannot store JSON more than {MAX_JSON_DEPTH} levels "
+                "deep. Raise max_table_nesting (or leave it unset) so the dicts flatten into "
+                "columns, or store the value as a JSON string",
+                table=self.table,
+                column=column,
+            )
+
+    def _joined(self, out: dict[str, Any], level: int) -> dict[str, Any]:
+        """``out`` with the dicts in it (already joined themselves) joined into its keys:
+        ``{"a": {"b": 1}}`` → ``{"a\\x00p_b": 1}``, which normalize names ``a__b``."""
+        joined: dict[str, Any] = {}
+        for key, value in out.items():
+            # A dict beyond max_table_nesting stays whole (a JSON column).
+            levels = level + key.count(PATH_KEY_MARK)
+            if (
+                isinstance(value, dict)
+                and VARIANT_KEY_MARK not in key
+                and _nesting_allowed(levels, self.max_nesting)
+            ):
+                for child, child_value in value.items():
+                    joined[key + PATH_KEY_MARK + child] = child_value
+            else:
+                joined[key] = value
+        return joined
 
 
 def _lines(files: list[Path]) -> Iterator[Any]:
@@ -296,14 +436,23 @@ def _lines(files: list[Path]) -> Iterator[Any]:
                 yield orjson.loads(line)
 
 
-def split_conflicts(source_dir: Path, target_dir: Path, preferred: Callable[[Path_], str | None]) -> None:
-    """Rewrite every staged NDJSON file of ``source_dir`` into ``target_dir`` without conflicts;
-    ``preferred`` gives the type a field's column decides (see ``preferred_types``)."""
+def split_conflicts(
+    source_dir: Path,
+    target_dir: Path,
+    preferred: Callable[[Path_], str | None],
+    table: str = "",
+    max_nesting: int | None = None,
+) -> None:
+    """Rewrite every staged NDJSON file of ``source_dir`` into ``target_dir`` so the engine
+    can read it: values of conflicting types split into variant keys, lists of mixed
+    elements made rows, keys differing only in case renamed, dicts nested too deep joined
+    into keys. ``preferred`` gives the type a field's column decides (see
+    ``preferred_types``); ``max_nesting`` is the table's max_table_nesting."""
     files = sorted(source_dir.glob("*.jsonl"))
     types = _FieldTypes(preferred)
     for item in _lines(files):
         types.visit(item)
-    rewriter = _Rewriter(types)
+    rewriter = _Rewriter(types, table, max_nesting)
     target_dir.mkdir(parents=True, exist_ok=True)
     for source in files:
         with open(source, "rb") as lines, open(target_dir / source.name, "wb") as out:

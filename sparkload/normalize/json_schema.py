@@ -4,7 +4,9 @@ Extraction hands each finished file to ``SchemaInference``, which infers its sch
 background thread while Python keeps producing rows; the engine works on the other core.
 Normalization then reads the files with the merged schema instead of inferring again.
 Two files disagreeing on a field's type (other than integers vs floats) is a conflict:
-normalization then takes the slow path that splits values into variant columns.
+normalization then takes the slow path that splits values into variant columns. So is a
+file the engine cannot infer (values of conflicting types in one file, dicts nested deeper
+than the engine can describe).
 """
 
 from __future__ import annotations
@@ -31,6 +33,26 @@ def is_json_type_conflict(exc: Exception) -> bool:
     incompatible JSON types (a scalar in one record, an object or array in another)."""
     text = str(exc)
     return "Json error" in text or "JSON" in text and "decod" in text
+
+
+def is_schema_too_deep(exc: Exception) -> bool:
+    """Whether the engine could not describe a schema to the client because it nests too
+    deep (dicts 32 levels deep: the protobuf message describing it exceeds the client's
+    recursion limit, and the client reports only that it could not read the response)."""
+    return "Exception deserializing response" in str(exc)
+
+
+def is_case_ambiguity(exc: Exception) -> bool:
+    """Whether the engine refused keys that differ only in case (``Id``, ``id``): it
+    resolves columns case-insensitively, as Spark does by default."""
+    return "Ambiguous case-insensitive" in str(exc)
+
+
+def needs_rewrite(exc: Exception) -> bool:
+    """Whether reading staged NDJSON failed on something normalize's slow path rewrites
+    (see normalize/conflicts.py): a type conflict, a schema nested too deep, keys that
+    differ only in case."""
+    return is_json_type_conflict(exc) or is_schema_too_deep(exc) or is_case_ambiguity(exc)
 
 
 def infer_json_schema(spark: Any, path: str) -> T.StructType:
@@ -123,9 +145,9 @@ class SchemaInference:
                 except SchemaConflict:
                     out[table] = None
                 except Exception as exc:
-                    if not is_json_type_conflict(exc):
+                    if not needs_rewrite(exc):
                         raise
-                    out[table] = None  # normalization splits the values into variant columns
+                    out[table] = None  # normalization rewrites the values (conflicts.py)
         finally:
             self._pool.shutdown(wait=True)
         return out

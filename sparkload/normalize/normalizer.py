@@ -28,10 +28,10 @@ from sparkload.common.package import ARROW_DIR, JSON_DIR
 from sparkload.common.sql import quote
 from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
 from sparkload.exceptions import DamagedFileError, NormalizeError
-from sparkload.normalize.columns import Flattened, NestedList, flatten, flatten_element
+from sparkload.normalize.columns import Flattened, NestedList, case_collisions, flatten, flatten_element
 from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_types, split_conflicts
 from sparkload.normalize.infer import ColumnSpec, infer_columns
-from sparkload.normalize.json_schema import INFER_ALL, is_json_type_conflict
+from sparkload.normalize.json_schema import INFER_ALL, needs_rewrite
 from sparkload.normalize.system_keys import refuse_repeated_ids, take_system_columns
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,19 @@ class NormalizedTable:
     collisions: list[str]
     # Distinct primary keys in the load (merge roots): equal to rows means no duplicates.
     distinct_keys: int | None = None
+    # Rows left out after normalize, by reason ("expectation 'valid_amount'", "schema
+    # contract: new column 'x'"), with the folder the kept rows were written to (None: the
+    # folder named after the table holds them all). See ``normalize/row_drop.py``.
+    dropped: dict[str, int] = dataclasses.field(default_factory=dict)
+    folder: str | None = None
+    # Rows loaded although they broke a rule that only warns, by reason (an expectation
+    # with on_violation="warn").
+    warned: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    @property
+    def rows_folder(self) -> str:
+        """The folder of the package's normalized data that holds this table's rows."""
+        return self.folder or self.name
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -92,16 +105,21 @@ class TableNormalizer:
             self.destination_schema(table), self.column_hints, self.hints.nested_columns
         )
         try:
+            if schema is not None and case_collisions(schema):
+                raise _KeysDifferingInCase()
             raw = self._read(extracted, schema=schema)
-            if not doubles_for_bigint_columns(raw.schema, preferred):
+            if not (doubles_for_bigint_columns(raw.schema, preferred) or case_collisions(raw.schema)):
                 return self._normalize(table, raw, out_uri)
+        except _KeysDifferingInCase:
+            pass
         except Exception as exc:
-            if not (is_json_type_conflict(exc) or _is_hidden_task_error(exc)):
+            if not (needs_rewrite(exc) or _is_hidden_task_error(exc)):
                 raise
-        # Some field holds values of different JSON types: split them and read again.
-        logger.info("table '%s': values of conflicting types, splitting into variant columns", table)
+        # Some field holds values of different JSON types, keys differ only in case or
+        # dicts nest too deep for the engine: rewrite the staged rows and read them again.
+        logger.info("table '%s': rewriting staged rows the engine cannot read as they are", table)
         split_dir = extracted / "json_split"
-        split_conflicts(extracted / JSON_DIR, split_dir, preferred)
+        split_conflicts(extracted / JSON_DIR, split_dir, preferred, table, self.max_nesting)
         return self._normalize(table, self._read(extracted, json_dir=split_dir), out_uri)
 
     def _read(self, extracted: Path, json_dir: Path | None = None, schema: Any = None) -> DataFrame:
@@ -122,7 +140,15 @@ class TableNormalizer:
         return frame
 
     def _normalize(self, table: str, raw: DataFrame, out_uri: str) -> list[NormalizedTable]:
-        flat = flatten(raw.schema, lambda name: raw[quote(name)], table, "", 0, self.max_nesting)
+        flat = flatten(
+            raw.schema,
+            lambda name: raw[quote(name)],
+            table,
+            "",
+            0,
+            self.max_nesting,
+            whole=_json_columns(self.column_hints),
+        )
         given_id = take_system_columns(flat, table, root=True, disposition=self.hints.disposition)
         # Unique within the load (Spark's partition-aware counter) and across loads (the
         # load id); drawn once here and stored, so every retry of the load reuses it. The
@@ -162,7 +188,14 @@ class TableNormalizer:
             root_id.alias(ROOT_ID),
             F.posexplode(array).alias(LIST_IDX, "__element"),
         )
-        flat = flatten_element(nested.element, F.col("__element"), name, nested.level, self.max_nesting)
+        flat = flatten_element(
+            nested.element,
+            F.col("__element"),
+            name,
+            nested.level,
+            self.max_nesting,
+            whole=_json_columns(self._nested_column_hints(name, root)),
+        )
         take_system_columns(flat, name, root=False, disposition=self.hints.disposition)
         child_id = F.md5(F.concat_ws("|", F.col(PARENT_ID), F.lit(name), F.col(LIST_IDX).cast("string")))
         columns = [leaf.column.alias(leaf.name) for leaf in flat.leaves]
@@ -220,6 +253,11 @@ class TableNormalizer:
         return self.hints.nested_columns.get(name.removeprefix(start), {}) if name.startswith(start) else {}
 
 
+def _json_columns(hints: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
+    """The columns hinted ``json``: kept whole, not flattened into columns or nested tables."""
+    return frozenset(name for name, h in hints.items() if h.get("data_type") == "json")
+
+
 def refuse_cut_lines(json_dir: Path, load_id: str, table: str) -> None:
     """Refuse staged NDJSON whose last line is incomplete. Extract writes whole lines, so a
     file that does not end with a newline was cut short after it was written (a full disk,
@@ -243,6 +281,10 @@ def refuse_cut_lines(json_dir: Path, load_id: str, table: str) -> None:
             load_id=load_id,
             table=table,
         )
+
+
+class _KeysDifferingInCase(Exception):
+    """The staged rows hold keys that differ only in case, which the engine cannot select."""
 
 
 def _is_hidden_task_error(exc: Exception) -> bool:

@@ -2,9 +2,8 @@
 
 As in dlt, a root row may bring its own row id (dlt's ``_dlt_id``, "bring your own row
 id"): its ``_sparkload_id`` is kept, and its nested rows' ``_sparkload_parent_id`` (and
-``_sparkload_root_id``) point at it. A ``_sparkload_load_id`` in the data is replaced by the
-load's id, as dlt replaces ``_dlt_load_id``. Everything else is refused before any table
-changes, naming the key:
+``_sparkload_root_id``) point at it. Everything else is refused before any table changes,
+naming the key:
 
 - a row id that is not text (dlt keeps an int id and makes the nested rows' parent id an
   int too, which no merge or nested table of sparkload can join on), or that repeats within
@@ -13,7 +12,10 @@ changes, naming the key:
   for them, which must never repeat between loads;
 - a row id in a nested row (dlt then loses the row's link to its parent);
 - ``_sparkload_parent_id``, ``_sparkload_list_idx`` and ``_sparkload_root_id``: they link
-  nested rows, and a root row has no parent.
+  nested rows, and a root row has no parent;
+- ``_sparkload_load_id`` with a value: the load's id takes its place (dlt writes its load id
+  over ``_dlt_load_id`` and the value is gone), so the value would be lost. A key whose
+  values are all None loses nothing and is left out.
 """
 
 from __future__ import annotations
@@ -50,7 +52,14 @@ def take_system_columns(flat: Flattened, table: str, *, root: bool, disposition:
         if system is None:
             kept.append(leaf)
         elif system == LOAD_ID:
-            continue  # the load's id is written over it, as dlt does
+            if not isinstance(leaf.dtype, T.NullType):
+                raise NormalizeError(
+                    f"table '{table}': the data has a key '{leaf.name}', which names the column "
+                    "sparkload writes each row's load id to; its values would be lost under the "
+                    f"load id, so rename the key{_DROP_ADVICE}",
+                    table=table,
+                    column=leaf.name,
+                )
         elif system in _LINKS:
             raise NormalizeError(
                 f"table '{table}': the data has a key '{leaf.name}', which names a column "

@@ -13,6 +13,22 @@ their record stay, so the next run loads from the initial values into the existi
 
 Either way pending load packages are discarded first: each carries the state extracted
 with it, and loading one after the drop would bring the dropped cursors back.
+
+A run's ``refresh=`` (dlt's) drops in the run's own first load package instead:
+
+- ``"drop_sources"``: every resource of the sources the run extracts (run or not) loses
+  its tables and state, and each source its source state;
+- ``"drop_resources"``: the resources the run extracts (and the parents feeding its
+  transformers) lose their tables and resource state; source state stays;
+- ``"drop_data"``: the same resources' tables are truncated (they keep their columns) and
+  their resource state reset.
+
+The extract starts from the state without what is dropped (incrementals start from their
+initial values, interval ledgers are empty), and the package records the tables to drop
+or truncate. The load drops or truncates them after claiming the package and before its
+first commit, then marks the package (``refreshed.json``), so a load cut short and
+retried neither repeats the drop over tables it has since committed nor loses it: the
+dropped state is committed with the package's data, as every state is.
 """
 
 from __future__ import annotations
@@ -20,10 +36,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from sparkload.exceptions import SparkloadError
+from sparkload.common.package import LoadPackage
+from sparkload.exceptions import ResourceError, SparkloadError
+from sparkload.extract.extractor import ExtractJob, every_entry
+from sparkload.extract.resource import Resource
+from sparkload.load import dispositions
 from sparkload.load.dataset import Dataset
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.resource_tables import (
@@ -140,3 +160,109 @@ def drop_pipeline_resources(
         )
         state_store.write_local(pipeline.working_dir, new_state)
     return DropResult(plan, new_state, changed)
+
+
+RefreshMode = Literal["drop_sources", "drop_resources", "drop_data"]
+REFRESH_MODES: tuple[str, ...] = get_args(RefreshMode)
+# Written into a load package once its refresh has dropped or truncated the tables.
+REFRESHED_MANIFEST = "refreshed.json"
+
+
+def refresh_mode(value: Any) -> RefreshMode | None:
+    """``value`` checked as dlt's refresh mode (None: no refresh)."""
+    if value is not None and value not in REFRESH_MODES:
+        raise ResourceError(f"refresh must be one of {', '.join(REFRESH_MODES)} or None, got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Refresh:
+    """What a run's refresh drops: the state its extract starts from, the resources loaded
+    as into new tables, and the manifest entry its first package carries."""
+
+    mode: RefreshMode
+    plan: DropPlan
+    state: dict[str, Any]
+
+    @property
+    def drops_tables(self) -> bool:
+        return self.mode != "drop_data"
+
+    def manifest(self) -> dict[str, Any]:
+        return {"mode": self.mode, "tables": self.plan.tables}
+
+    def jobs(self, jobs: list[ExtractJob]) -> list[ExtractJob]:
+        """``jobs`` with each refreshed resource loaded as into new tables: normalize types
+        its rows without the dropped table's columns, the load writes them as the table's
+        first rows. (Truncated tables keep their columns, as in dlt: ``drop_data`` loads
+        into them as they are.)"""
+        if not self.drops_tables:
+            return jobs
+        chosen = set(self.plan.resources)
+
+        def refreshed(entry: ExtractJob) -> ExtractJob:
+            children = [refreshed(child) for child in entry.children]
+            resource = entry.resource
+            if (entry.source_name, resource.name) in chosen:
+                resource = resource._clone()
+                resource.hints = resource.hints.merge(refresh=True)
+            return dataclasses.replace(entry, resource=resource, children=children)
+
+        return [refreshed(entry) for entry in jobs]
+
+
+def _extracted_resources(jobs: list[ExtractJob]) -> set[ResourceKey]:
+    """The resources a run extracts, as dlt counts them: those it runs and the parents that
+    feed its transformers."""
+    keys: set[ResourceKey] = set()
+    for entry in every_entry(jobs):
+        resource: Resource | None = entry.resource
+        while resource is not None:
+            keys.add((entry.source_name, resource.name))
+            resource = resource._data_from
+    return keys
+
+
+def plan_refresh(
+    mode: RefreshMode, state: dict[str, Any], dataset: Dataset, jobs: list[ExtractJob]
+) -> Refresh:
+    """What ``refresh=mode`` drops for a run extracting ``jobs`` from ``state``."""
+    extracted = _extracted_resources(jobs)
+    sources = sorted({section for section, _ in extracted})
+    known = known_resources(state)
+    if mode == "drop_sources":
+        chosen = [key for key in known if key[0] in sources]
+        cleared = sources
+    else:
+        chosen = [key for key in known if key in extracted]
+        cleared = []
+    dropping: set[str] = set()
+    staying: set[str] = set()
+    for key, tables in tables_by_resource(state, dataset.user_tables()).items():
+        (dropping if key in chosen else staying).update(tables)
+    truncating = mode == "drop_data"
+    plan = DropPlan(
+        sorted(chosen), sorted(dropping - staying), sorted(dropping & staying), cleared, truncating
+    )
+    return Refresh(mode, plan, state_after(state, plan))
+
+
+def apply_refresh(dataset: Dataset, package: LoadPackage, refresh: dict[str, Any] | None) -> None:
+    """Before a package's first commit: drop (or truncate) the tables its refresh names,
+    once. The package is claimed, so a crash from here on leaves it to be finished."""
+    if not refresh or package.has(REFRESHED_MANIFEST):
+        return
+    _drop_or_truncate(dataset, refresh["tables"], refresh["mode"] == "drop_data", package.load_id)
+    package.write(REFRESHED_MANIFEST, {"mode": refresh["mode"], "tables": refresh["tables"]})
+
+
+def _drop_or_truncate(dataset: Dataset, tables: Iterable[str], truncate: bool, load_id: str) -> None:
+    for name in tables:
+        if not truncate:
+            dataset.drop_table(name)
+            continue
+        table = dataset.table(name)
+        if table.exists():
+            # Tagged apart from the load's own commits: a commit tagged with the load id
+            # tells a retried load that the table is already loaded.
+            dispositions.truncate(table, f"refresh:{load_id}")

@@ -36,7 +36,11 @@ def extract_jobs(
             entries += _link_transformers(
                 [
                     ExtractJob(
-                        _hinted(r, table_name, hint_changes), unit.name, unit.root_key, unit.max_table_nesting
+                        _hinted(r, table_name, hint_changes),
+                        unit.name,
+                        unit.root_key,
+                        unit.max_table_nesting,
+                        schema_contract=unit.schema_contract,
                     )
                     for r in selected
                 ]

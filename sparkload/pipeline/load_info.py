@@ -1,9 +1,17 @@
-"""What a run did: LoadInfo (per table rows and Delta versions) and the step timings."""
+"""What a run did: LoadInfo (per table rows and Delta versions, rows left out or let
+through by data-quality rules) and the step timings."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from sparkload.common.expectations import name_of_reason
+
+# What became of rows a rule counted (``NormalizedTable.dropped`` and ``.warned``).
+DROPPED = "dropped"
+WARNED = "warned"
 
 
 @dataclasses.dataclass
@@ -17,7 +25,12 @@ class LoadInfo:
     """What one run loaded. A run that commits several load packages (an interval backfill
     in batches, or packages an earlier run left) reports all of them: ``loads_ids`` lists
     them in order, ``load_id`` is the last, ``tables`` has one entry per table and package
-    (each with its ``load_id``), and ``notes`` are those of every package."""
+    (each with its ``load_id``), and ``notes`` are those of every package.
+
+    ``rows_by_reason`` has one entry per table, reason and package for rows a rule left out
+    (``"outcome": "dropped"``: a ``drop`` expectation, with the rows nested under them) or let
+    through with a warning (``"warned"``); ``dropped_rows``, ``warned_rows`` and
+    ``expectations`` sum them over the run."""
 
     pipeline_name: str
     dataset_uri: str
@@ -26,6 +39,7 @@ class LoadInfo:
     timings: list[StepTiming] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     loads_ids: list[str] = dataclasses.field(default_factory=list)
+    rows_by_reason: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def followed_by(self, later: LoadInfo) -> LoadInfo:
         """This info and that of a package loaded after it in the same run. Timings come
@@ -40,6 +54,7 @@ class LoadInfo:
             later.timings,
             self.notes + later.notes,
             self.loads_ids + later.loads_ids,
+            self.rows_by_reason + later.rows_by_reason,
         )
 
     @property
@@ -54,6 +69,31 @@ class LoadInfo:
     def versions(self) -> dict[str, int | None]:
         """Each table's Delta version after the run (the last package's commit)."""
         return {t["table"]: t["version"] for t in self.tables}
+
+    @property
+    def dropped_rows(self) -> dict[str, dict[str, int]]:
+        """Rows left out of each table, by reason (``"expectation 'valid_amount'"``)."""
+        return _sum_by_reason(self.rows_by_reason, DROPPED)
+
+    @property
+    def warned_rows(self) -> dict[str, dict[str, int]]:
+        """Rows loaded into each table although they broke a rule that only warns, by reason."""
+        return _sum_by_reason(self.rows_by_reason, WARNED)
+
+    @property
+    def expectations(self) -> dict[str, dict[str, dict[str, int]]]:
+        """Per table, per expectation: the rows it dropped or warned of, e.g.
+        ``{"orders": {"valid_amount": {"dropped": 2}}, "orders__items": {"valid_amount":
+        {"dropped": 3}}}`` (nested rows left out with their parent count under the parent's
+        expectation). Expectations no row broke are not listed."""
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for entry in self.rows_by_reason:
+            name = name_of_reason(entry["reason"])
+            if name is None:
+                continue
+            counts = out.setdefault(entry["table"], {}).setdefault(name, {})
+            counts[entry["outcome"]] = counts.get(entry["outcome"], 0) + entry["rows"]
+        return out
 
     @property
     def has_data(self) -> bool:
@@ -85,5 +125,35 @@ class LoadInfo:
         steps = ", ".join(f"{t.step} {t.seconds:.2f}s" for t in self.timings)
         if steps:
             lines.append(f"  took {steps}")
+        for outcome, by_table in (
+            ("dropped", self.dropped_rows),
+            ("loaded with a warning", self.warned_rows),
+        ):
+            lines += [
+                f"  {table}: {rows:,} rows {outcome} ({reason})"
+                for table, reasons in by_table.items()
+                for reason, rows in reasons.items()
+            ]
         lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+def rows_by_reason_of(load_id: str, tables: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The LoadInfo entries of a package's normalized tables (as its manifest holds them)."""
+    return [
+        {"load_id": load_id, "table": table["name"], "reason": reason, "outcome": outcome, "rows": rows}
+        for table in tables
+        for outcome in (DROPPED, WARNED)
+        for reason, rows in (table.get(outcome) or {}).items()
+        if rows
+    ]
+
+
+def _sum_by_reason(entries: Iterable[Mapping[str, Any]], outcome: str) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for entry in entries:
+        if entry["outcome"] != outcome:
+            continue
+        by_reason = out.setdefault(entry["table"], {})
+        by_reason[entry["reason"]] = by_reason.get(entry["reason"], 0) + entry["rows"]
+    return out

@@ -20,6 +20,8 @@ from typing_extensions import Unpack
 
 from sparkload import destinations
 from sparkload.common import context
+from sparkload.common import dlt_arguments as dlt_args
+from sparkload.common.dlt_arguments import refuse_dlt_arguments, refuse_dlt_destination
 from sparkload.common.folder import Folder
 from sparkload.common.hints import TimeRangeSpec
 from sparkload.common.naming import normalize_dataset_name, normalize_table_name
@@ -58,16 +60,26 @@ from sparkload.extract.hints import TableHintArgs, destructive_change_policy, re
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset
 from sparkload.load.loader import Loader
+from sparkload.normalize.contracts import apply_schema_contract
+from sparkload.normalize.expectations import apply_expectations
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
 from sparkload.pipeline import pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.dataset_reader import ReadableDataset
-from sparkload.pipeline.drop import DropResult, drop_pipeline_resources
+from sparkload.pipeline.drop import (
+    DropResult,
+    Refresh,
+    RefreshMode,
+    apply_refresh,
+    drop_pipeline_resources,
+    plan_refresh,
+    refresh_mode,
+)
 from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_jobs import extract_jobs
-from sparkload.pipeline.load_info import LoadInfo
+from sparkload.pipeline.load_info import LoadInfo, rows_by_reason_of
 from sparkload.pipeline.lock import RunLock, check_not_overtaken
 from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import Progress
@@ -135,9 +147,12 @@ class Pipeline:
         on_destructive_change: str = destructive.DEFAULT_POLICY,
         import_schema_path: str | os.PathLike[str] | None = None,
         export_schema_path: str | os.PathLike[str] | None = None,
+        refresh: RefreshMode | None = None,
     ) -> None:
         # Checked before anything is made: the name is the working directory's folder name.
         self.pipeline_name = check_folder_name("pipeline_name", pipeline_name)
+        # dlt's: the refresh of every run and extract that sets none.
+        self.refresh = refresh_mode(refresh)
         # For resources that set no on_destructive_change of their own.
         self.on_destructive_change = destructive_change_policy(on_destructive_change) or "error"
         self.destination = destination
@@ -299,6 +314,7 @@ class Pipeline:
         restate: Sequence[str] | None = None,
         start: Any = None,
         end: Any = None,
+        refresh: RefreshMode | None = None,
         **hints: Unpack[TableHintArgs],
     ) -> LoadInfo:
         """Extract, normalize and load ``data``.
@@ -309,9 +325,12 @@ class Pipeline:
 
         ``restate`` (resource names, globs, ``tag:<glob>``) reprocesses [``start``, ``end``)
         for those resources and the transformers reading from them (see
-        ``pipeline/restatement.py``).
+        ``pipeline/restatement.py``). ``refresh`` (dlt's ``"drop_sources"``,
+        ``"drop_resources"``, ``"drop_data"``; default: the pipeline's) drops or truncates the
+        extracted resources' tables and state in this run's first load (see
+        ``pipeline/drop.py``).
         """
-        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, "Pipeline.run")
+        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.RUN)
         with pipeline_step("extract", None):
             if (start is not None or end is not None) and not restate:
                 raise ResourceError("start= and end= go with restate=")
@@ -331,11 +350,11 @@ class Pipeline:
         if data is None:
             return info
         args = RunArguments(table_name, hints, execution_time)
-        scheduled = self._schedule(data, args, restate, start, end)
+        scheduled = self._schedule(data, args, restate, start, end, refresh=refresh)
         clock = args.clock
         # Batch by batch, so a long backfill commits as it goes and resumes where it stopped.
-        for batch in scheduled.batches:
-            self._extract_batch(scheduled.jobs, batch, clock)
+        for index, batch in enumerate(scheduled.batches):
+            self._extract_batch(scheduled.jobs, batch, clock, scheduled.refresh if index == 0 else None)
             self.normalize()
             info = info.followed_by(self.load())
         info.notes[:0] = scheduled.notes
@@ -357,7 +376,7 @@ class Pipeline:
     ) -> Plan:
         """What ``run()`` with these arguments would do, computed without writing to the
         destination; ``plan.apply()`` does exactly that (see ``pipeline/plan.py``)."""
-        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, "Pipeline.plan")
+        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.PLAN)
         self._discard_planned()  # an earlier plan's packages: this plan replaces it
         if self.has_pending_data:
             raise SparkloadError(
@@ -389,16 +408,20 @@ class Pipeline:
         *,
         table_name: str | None = None,
         execution_time: datetime.datetime | str | None = None,
+        refresh: RefreshMode | None = None,
         **hints: Unpack[TableHintArgs],
     ) -> str | None:
         """Run the resources into a new load package (one per batch of time intervals a
-        resource has to load); returns the last load id, or None when nothing was due."""
-        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, "Pipeline.extract")
+        resource has to load); returns the last load id, or None when nothing was due.
+        ``refresh``: as ``run()``'s, dropped by the load of the first package."""
+        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.EXTRACT)
         args = RunArguments(table_name, hints, execution_time)
-        scheduled = self._schedule(data, args)
+        scheduled = self._schedule(data, args, refresh=refresh)
         load_id = None
-        for batch in scheduled.batches:
-            load_id = self._extract_batch(scheduled.jobs, batch, args.clock)
+        for index, batch in enumerate(scheduled.batches):
+            load_id = self._extract_batch(
+                scheduled.jobs, batch, args.clock, scheduled.refresh if index == 0 else None
+            )
         return load_id
 
     def _schedule(
@@ -408,8 +431,11 @@ class Pipeline:
         restate: Sequence[str] | None = None,
         start: Any = None,
         end: Any = None,
+        refresh: RefreshMode | None = None,
     ) -> schedule.Scheduled:
-        """The resources to extract and the packages to extract them into."""
+        """The resources to extract and the packages to extract them into; with a refresh,
+        the first package's resources and base state are those after its drop."""
+        mode = refresh_mode(refresh) or self.refresh
         clock = args.clock
         with pipeline_step("extract", None):
             jobs = extract_jobs(data, self.pipeline_name, args.table_name, args.hints)
@@ -424,14 +450,30 @@ class Pipeline:
                 jobs, counted_from = restated.jobs, restated.state
                 for note in restated.notes:
                     logger.warning(note)
-            return schedule.Scheduled(jobs, schedule.batches(jobs, counted_from, clock), restated)
+            refreshing = None
+            if mode is not None:
+                if restate:
+                    raise ResourceError("refresh= and restate= do not go together: a refresh reloads all")
+                refreshing = plan_refresh(mode, counted_from, self.destination_dataset, jobs)
+                counted_from = refreshing.state
+            batches = schedule.batches(jobs, counted_from, clock)
+            if refreshing is not None and batches:
+                batches[0] = schedule.Batch(refreshing.jobs(batches[0].jobs), batches[0].windows)
+            return schedule.Scheduled(jobs, batches, restated, refresh=refreshing)
 
-    def _extract_batch(self, jobs: list[ExtractJob], batch: schedule.Batch, clock: datetime.datetime) -> str:
+    def _extract_batch(
+        self,
+        jobs: list[ExtractJob],
+        batch: schedule.Batch,
+        clock: datetime.datetime,
+        refresh: Refresh | None = None,
+    ) -> str:
         trace = self._trace()
         load_id = _new_load_id()
         package = LoadPackage(self._extracted, load_id)
         with pipeline_step("extract", load_id, trace=trace, progress=self.progress, cleanup=package.delete):
-            base = self._extract_base()
+            # A refresh's package starts from the state without what it drops.
+            base = refresh.state if refresh is not None else self._extract_base()
             working_state = copy.deepcopy(base)
             inference = SchemaInference(self.spark)
             try:
@@ -445,7 +487,7 @@ class Pipeline:
                 tables[name].json_schema = schema
             self._schema_files.apply_import(tables)
             schedule.refuse_bad_table_hints(tables.values())
-            _add_empty_replace_tables(batch.jobs, tables, batch.windows)
+            _add_empty_replace_tables(batch.jobs, tables, batch.windows, working_state)
             _add_time_ranges(batch.jobs, tables, batch.windows)
             schedule.record_windows(working_state, batch, schedule.sources_by_resource(jobs))
             resource_tables.record(working_state, batch.jobs, tables.values())
@@ -461,6 +503,7 @@ class Pipeline:
                     # as text, so dates and timestamps in it keep their type
                     "state": state_store.dumps_state(state_store.next_version(base, working_state)).decode(),
                     "base_version": int(base["_state_version"]),
+                    "refresh": refresh.manifest() if refresh is not None else None,
                 },
             )
         return load_id
@@ -497,7 +540,8 @@ class Pipeline:
             if extracted.rows
         ]
         normalized = run_side_by_side(tasks, _CONCURRENT_TABLES, "normalize")
-        tables = [table.to_dict() for family in normalized for table in family]
+        families = [table for family in normalized for table in family]
+        tables = [table.to_dict() for table in families]
         staged.write(
             NORMALIZE_MANIFEST,
             {
@@ -507,7 +551,8 @@ class Pipeline:
                 "hints": hints,
                 "state": manifest["state"],
                 "base_version": manifest["base_version"],
-                "files": _normalized_files(staged, [table["name"] for table in tables]),
+                "refresh": manifest.get("refresh"),
+                "files": _normalized_files(staged, [table.rows_folder for table in families if table.rows]),
             },
         )
 
@@ -528,7 +573,18 @@ class Pipeline:
                 name, package.extracted_table_dir(name), staged.normalized_uri, extracted.json_schema
             )
             _refuse_lost_rows(package, extracted, tables[0].rows)
-            return tables
+            # The schema contract judges against the tables as they are, replaced or not.
+            tables = apply_schema_contract(
+                self.spark,
+                tables,
+                staged.normalized_uri,
+                extracted.hints.schema_contract,
+                lambda table: self.destination_dataset.table(table).schema(),
+            )
+            # Data-quality expectations, before any commit: may refuse the load or drop rows.
+            return apply_expectations(
+                self.spark, tables, staged.normalized_uri, extracted.hints.expectations, extracted.resource
+            )
         except SparkloadError:
             raise
         except Exception as exc:
@@ -565,6 +621,9 @@ class Pipeline:
                     on_destructive_change=self.on_destructive_change,
                     recorded_keys=self._synced_state().get(destructive.KEYS_STATE),
                 )
+                # A load refused by its checks must not have dropped the refreshed tables.
+                loader.check()
+                apply_refresh(self.destination_dataset, package, normalized.get("refresh"))
                 loads = loader.load()
                 new_state = state_store.loads_state(normalized["state"])
                 if new_state.get("_state_version", 0) > self._synced_state().get("_state_version", 0):
@@ -586,6 +645,7 @@ class Pipeline:
                 ]
                 + loader.notes,
                 [package.load_id],
+                rows_by_reason_of(package.load_id, normalized["tables"]),
             )
             info = info.followed_by(package_info)
             package.delete()
@@ -729,21 +789,23 @@ def _refuse_lost_rows(package: LoadPackage, extracted: ExtractedTable, normalize
     )
 
 
-def _normalized_files(staged: LoadPackage, tables: list[str]) -> dict[str, dict[str, int]]:
-    """The Parquet files normalize wrote, by table, with their sizes: what the load checks
-    before its first commit (a listing per table, no engine call)."""
-    return {name: Folder(staged.normalized_table_uri(name)).file_sizes(_PARQUET) for name in tables}
+def _normalized_files(staged: LoadPackage, folders: list[str]) -> dict[str, dict[str, int]]:
+    """The Parquet files normalize wrote, by the folder of each table's rows, with their
+    sizes: what the load checks before its first commit (a listing per table, no engine
+    call)."""
+    return {name: Folder(staged.normalized_table_uri(name)).file_sizes(_PARQUET) for name in folders}
 
 
 def _refuse_damaged_normalized_files(package: LoadPackage, written: Mapping[str, Mapping[str, int]]) -> None:
     """Stop before the load when a normalized file is gone or changed size since normalize
     wrote it: Spark would load fewer rows without a word, or fail on it mid-load."""
-    for table, files in written.items():
-        found = Folder(package.normalized_table_uri(table)).file_sizes(_PARQUET)
+    for folder, files in written.items():
+        table = folder.split(".", 1)[0]  # a folder of kept rows is "<table>.kept<n>"
+        found = Folder(package.normalized_table_uri(folder)).file_sizes(_PARQUET)
         for name, size in files.items():
             if found.get(name) == size:
                 continue
-            path = f"{package.normalized_table_uri(table)}/{name}"
+            path = f"{package.normalized_table_uri(folder)}/{name}"
             what = (
                 "is missing"
                 if name not in found
@@ -760,19 +822,27 @@ def _refuse_damaged_normalized_files(package: LoadPackage, written: Mapping[str,
 
 
 def _add_empty_replace_tables(
-    jobs: list[ExtractJob], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
+    jobs: list[ExtractJob],
+    tables: dict[str, ExtractedTable],
+    windows: Mapping[str, Window],
+    state: dict[str, Any],
 ) -> None:
-    """A replace resource that yielded nothing still empties its table, as in dlt; an
-    interval resource that yielded nothing for its window still empties the window."""
-    for entry in jobs:
+    """A replace resource empties every table it filled before that it yields nothing for
+    now, as in dlt: its own table, the tables its rows were routed to (a table-name
+    function, ``sl.mark.with_table_name``), which the state records. An interval resource
+    that yielded nothing for its window still empties the window."""
+    recorded = resource_tables.root_tables(state)
+    for entry in every_entry(jobs):
         resource = entry.resource
-        empties = resource.hints.starts_over or resource.name in windows
-        if not empties or callable(resource.table_name):
-            continue
-        name = normalize_table_name(str(resource.table_name))
-        if name not in tables:
-            hints = load_hints(resource.hints, entry.root_key, entry.max_table_nesting)
-            tables[name] = ExtractedTable(name, resource.name, hints, 0)
+        names = []
+        if resource.hints.starts_over:
+            names = recorded.get((entry.source_name, resource.name), [])
+        if (resource.hints.starts_over or resource.name in windows) and not callable(resource.table_name):
+            names = [*names, normalize_table_name(str(resource.table_name))]
+        for name in names:
+            if name not in tables:
+                hints = load_hints(resource.hints, entry.root_key, entry.max_table_nesting)
+                tables[name] = ExtractedTable(name, resource.name, hints, 0)
 
 
 def _record_keys(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> None:
@@ -809,9 +879,16 @@ def pipeline(
     on_destructive_change: str = "error",
     import_schema_path: str | os.PathLike[str] | None = None,
     export_schema_path: str | os.PathLike[str] | None = None,
-    **_ignored: Any,
+    refresh: RefreshMode | None = None,
+    **dlt_arguments: Any,
 ) -> Pipeline:
-    """Make a pipeline (dlt's ``dlt.pipeline``) that loads into Delta Lake tables."""
+    """Make a pipeline (dlt's ``dlt.pipeline``) that loads into Delta Lake tables.
+
+    ``refresh`` applies to every ``run()`` and ``extract()`` of this pipeline object that
+    sets none of its own, as in dlt (see ``sparkload.pipeline.drop``). A keyword of dlt's
+    that sparkload does not implement is refused by name (``sparkload.common.dlt_arguments``)."""
+    refuse_dlt_arguments(dlt_args.PIPELINE, dlt_arguments)
+    refuse_dlt_destination(destination)
     if pipeline_name is None:
         script = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else "pipeline"
         pipeline_name = folder_name_from(f"sparkload_{script or 'pipeline'}")
@@ -830,4 +907,5 @@ def pipeline(
         on_destructive_change=on_destructive_change,
         import_schema_path=import_schema_path,
         export_schema_path=export_schema_path,
+        refresh=refresh,
     )

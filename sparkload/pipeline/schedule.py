@@ -43,6 +43,7 @@ class Scheduled:
     jobs: list[ExtractJob]
     batches: list[Batch]
     restatement: Any = None  # restatement.Restatement, when the run restates
+    refresh: Any = None  # drop.Refresh, when the run refreshes
 
     @property
     def notes(self) -> list[str]:

@@ -215,8 +215,12 @@ def _table(
             column["data_type"] = data_type_of_spark(field.dataType)
         if column.get("data_type") == "decimal":
             column["precision"], column["scale"] = field.dataType.precision, field.dataType.scale
-        if column.get("data_type") == "text" and (declared.get(field.name) or {}).get("data_type") == "time":
-            column["data_type"] = "time"  # Delta has no TIME type: times are stored as text
+        if column.get("data_type") == "text" and (declared.get(field.name) or {}).get("data_type") in (
+            "time",
+            "json",
+        ):
+            # Delta has no TIME or JSON type: times and json columns are stored as text
+            column["data_type"] = declared[field.name]["data_type"]
         column["nullable"] = bool(field.nullable)
         if field.name in _SYSTEM_COLUMN_HINTS:
             column["nullable"] = False  # sparkload fills its own columns in every row

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from sparkload.common import context
 from sparkload.exceptions import IncrementalRangeError, IncrementalUnboundError, ResourceError
+from sparkload.extract.defer import is_deferred
 from sparkload.extract.incremental.external_schedulers import (
     external_bound,
     external_interval,
@@ -351,6 +352,8 @@ class Incremental(Generic[TCursor]):
             # A mark (``sl.mark.with_table_name``) is filtered by what it wraps, as in dlt.
             kept = self._filter_item(item.data)
             return None if kept is None else item.with_data(kept)
+        if is_deferred(item):
+            return item  # filtered by what it returns (``Resource.finish_deferred``)
         transform = self._bound()
         kind = transform_kind(item)
         if type(transform) is not kind:
