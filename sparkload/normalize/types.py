@@ -201,6 +201,11 @@ def converter(kind: str, target: T.DataType) -> Callable[[Column], Column]:
     return lambda c: c.cast(target)
 
 
+# A tag at the start of a JSON string: the character before the string, its quote, NUL
+# (escaped by the JSON writer) and the tag's letter.
+_TAG_IN_JSON = r'([\[{,:])"\\u0000[A-Z]'
+
+
 def json_text(dtype: T.DataType) -> Callable[[Column], Column]:
     """A nested value (struct or array) as JSON text, for a ``json`` column.
 
@@ -209,18 +214,13 @@ def json_text(dtype: T.DataType) -> Callable[[Column], Column]:
     dates and times, decimal digits, base64 bytes). A key whose value is None is left out:
     the engine's JSON reader does not tell it from a key the dict lacks."""
 
-    def untagged(column: Column, dtype: T.DataType) -> Column:
-        if isinstance(dtype, T.StringType):
-            return F.when(column.startswith(TAG), tag_payload(column)).otherwise(column)
-        if isinstance(dtype, T.StructType):
-            fields = [untagged(column.getField(f.name), f.dataType).alias(f.name) for f in dtype.fields]
-            return F.when(column.isNotNull(), F.struct(*fields))
-        if isinstance(dtype, T.ArrayType):
-            element = dtype.elementType
-            return F.transform(column, lambda item: untagged(item, element))
-        return column
-
-    return lambda c: F.to_json(untagged(c, dtype))
+    # The tags are taken off the JSON text rather than off each string of the value: a
+    # string opens right after one of [ { , : in the engine's compact JSON (never inside a
+    # string, where a quote is escaped), and NUL is written \u0000. Rebuilding the structs
+    # to untag them would need field access inside lambdas, which Sail's cluster workers
+    # cannot run.
+    del dtype  # every struct and array is written alike
+    return lambda c: F.regexp_replace(F.to_json(c), _TAG_IN_JSON, '$1"')
 
 
 # Integer columns narrower than bigint, which only other writers make, and what they hold.
@@ -381,24 +381,29 @@ def _text_to_bigint(kind: str) -> Callable[[T.DataType], Coercion]:
     return make
 
 
+def _within(c: Column, bound: float) -> Column:
+    """-bound < c < bound. NaN is above every value in Spark SQL (and Sail), so it is out;
+    written without abs(), which Sail's cluster workers lack in these expressions."""
+    return (c > -bound) & (c < bound)
+
+
 def _text_to_double(target: T.DataType) -> Coercion:
     def value(c: Column) -> Column:
         return F.regexp_extract(c, _STRIPPED, 1).try_cast(T.DoubleType())
 
     # Numbers only (not "nan" or "inf"), and only finite results: "1e400" overflows.
     def test(c: Column) -> Column:
-        return c.rlike(_DOUBLE_TEXT) & value(c).isNotNull() & (F.abs(value(c)) < float("inf"))
+        return c.rlike(_DOUBLE_TEXT) & value(c).isNotNull() & _within(value(c), float("inf"))
 
     return _guarded(test, value)
 
 
 def _text_to_bool(target: T.DataType) -> Coercion:
-    lowered = F.lower
+    # Case-insensitive patterns rather than lower(): Sail's cluster workers lack it here.
+    true, false = (f"^(?i)({'|'.join(texts)})$" for texts in (TRUE_TEXTS, FALSE_TEXTS))
     return _guarded(
-        lambda c: lowered(c).isin(*TRUE_TEXTS, *FALSE_TEXTS),
-        lambda c: F.when(lowered(c).isin(*TRUE_TEXTS), F.lit(True)).when(
-            lowered(c).isin(*FALSE_TEXTS), F.lit(False)
-        ),
+        lambda c: c.rlike(true) | c.rlike(false),
+        lambda c: F.when(c.rlike(true), F.lit(True)).when(c.rlike(false), F.lit(False)),
     )
 
 
@@ -423,7 +428,9 @@ def _text_to_time(target: T.DataType) -> Coercion:
     def iso(c: Column) -> Column:
         clock = F.regexp_extract(c, _TIME_TEXT, 1)
         fraction = F.regexp_extract(c, _TIME_TEXT, 3)
-        return F.when(fraction == "", clock).otherwise(F.concat(clock, F.lit("."), F.rpad(fraction, 6, "0")))
+        # The fraction padded to 6 digits (a pattern, not rpad, which Sail's cluster lacks).
+        micros = F.regexp_extract(F.concat(fraction, F.lit("000000")), "^([0-9]{6})", 1)
+        return F.when(fraction == "", clock).otherwise(F.concat(clock, F.lit("."), micros))
 
     return _guarded(valid, iso)
 
@@ -432,7 +439,9 @@ def _double_to_decimal(target: T.DataType) -> Coercion:
     # dlt takes Decimal(str(x)): 12.5 is 12.5. A float needing more fraction digits than
     # the column's scale (or too large) would be rounded: it goes to the variant column.
     def test(c: Column) -> Column:
-        finite = ~F.isnan(c) & (F.abs(c) < float("inf"))
+        # NaN is above every value in Spark SQL (and Sail): the bound rules out NaN and ±inf
+        # alike, without isnan, which Sail's cluster workers do not have.
+        finite = _within(c, float("inf"))
         return finite & (F.when(finite, c).try_cast(target).cast(T.DoubleType()) == c)
 
     return _guarded(test, lambda c: c.try_cast(target))
@@ -446,14 +455,12 @@ def _bigint_to_decimal(target: T.DataType) -> Coercion:
 
 def _double_to_bigint(target: T.DataType) -> Coercion:
     # dlt converts a float with no fraction (2.0 → 2) and refuses the others. NaN equals
-    # itself in Spark SQL, so it is ruled out first.
-    return _guarded(
-        lambda c: ~F.isnan(c) & (F.abs(c) < _BIGINT_BOUND) & (c == F.floor(c)), lambda c: c.cast(target)
-    )
+    # itself in Spark SQL; it is above every value, so the bound rules it out.
+    return _guarded(lambda c: _within(c, _BIGINT_BOUND) & (c == F.floor(c)), lambda c: c.cast(target))
 
 
 def _decimal_to_bigint(target: T.DataType) -> Coercion:
-    return _guarded(lambda c: (F.abs(c) < _BIGINT_BOUND) & (c == F.floor(c)), lambda c: c.cast(target))
+    return _guarded(lambda c: _within(c, _BIGINT_BOUND) & (c == F.floor(c)), lambda c: c.cast(target))
 
 
 def _number_to_bool(target: T.DataType) -> Coercion:
