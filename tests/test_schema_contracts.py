@@ -161,6 +161,22 @@ def test_data_type_discard_row_and_discard_value(make_pipeline: Any) -> None:
     }
 
 
+def test_data_type_evolve_lets_a_new_variant_column_in_where_no_contract_refuses_it(
+    make_pipeline: Any,
+) -> None:
+    # dlt: data_type "evolve" adds amount__v_text for "n/a". Without a contract sparkload's
+    # on_destructive_change (default "error") refuses the new variant column instead.
+    first = [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}]
+    evolving, guarded = make_pipeline(), make_pipeline()
+    evolving.run(_orders(first))
+    guarded.run(_orders(first))
+    evolving.run(_orders(TEXT_IN_INT, schema_contract={"columns": "freeze", "data_type": "evolve"}))
+    assert {r["id"]: r.get("amount__v_text") for r in _rows(evolving, "orders")}[4] == "n/a"
+    with pytest.raises(PipelineStepFailed, match="changes type"):
+        guarded.run(_orders(TEXT_IN_INT))
+    assert _columns(guarded, "orders") == {"id", "amount"}
+
+
 def test_data_type_applies_to_a_new_table(pipeline: sl.Pipeline) -> None:
     # dlt: a first load whose values of `amount` differ in type is refused under freeze
     data = [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}, {"id": 3, "amount": "n/a"}]

@@ -160,9 +160,12 @@ class Loader:
             policy_of.setdefault(root, policy)
             if hints.rebuilds:
                 continue  # the table is rebuilt from this load: nothing of it is destroyed
-            for table in family:
-                schema = self.dataset.table(table.name).schema()
-                changes += destructive.variant_changes(table, schema)
+            # A schema contract decides type changes itself, as in dlt: data_type "evolve"
+            # lets the variant columns in; its other modes were applied at normalize.
+            if hints.schema_contract is None:
+                for table in family:
+                    schema = self.dataset.table(table.name).schema()
+                    changes += destructive.variant_changes(table, schema)
             if hints.disposition == "merge":
                 changes += destructive.key_changes(root, hints, self.recorded_keys.get(root))
         return destructive.enforce(changes, policy_of)
