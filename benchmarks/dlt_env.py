@@ -26,6 +26,8 @@ from pathlib import Path
 
 DLT_REQUIREMENT = "dlt[deltalake,filesystem]==1.31.*"
 DLT_DUCKDB_REQUIREMENT = "dlt[deltalake,filesystem,duckdb]==1.31.*"
+# Cases with Pydantic models as columns= need it beside dlt (dlt 1.31 takes pydantic 2).
+PYDANTIC_REQUIREMENT = "pydantic>=2"
 DEFAULT_VENV = Path(__file__).resolve().parent / "_work" / "dlt-venv"
 # Written into the virtualenv after pip succeeded: the requirements installed, one a line.
 MARKER = "sparkload-installed.txt"
@@ -43,7 +45,7 @@ def python_with_dlt(duckdb: bool = False) -> str:
         return named
     venv = dlt_venv()
     python = venv / "bin" / "python"
-    wanted = [DLT_REQUIREMENT, *([DLT_DUCKDB_REQUIREMENT] if duckdb else [])]
+    wanted = [DLT_REQUIREMENT, *([DLT_DUCKDB_REQUIREMENT] if duckdb else []), PYDANTIC_REQUIREMENT]
     if _missing(venv, wanted):
         with _exclusive(venv.with_name(venv.name + ".lock")):
             # Another process may have installed it while this one waited for the lock.

@@ -242,15 +242,23 @@ class DataValidationError(NormalizeError):
         "data_type": "the value's type differs from the column's and data types are frozen",
     }
 
-    def __init__(self, *, table: str, column: str | None, schema_entity: str, value: Any) -> None:
+    def __init__(
+        self, *, table: str, column: str | None, schema_entity: str, value: Any, detail: str | None = None
+    ) -> None:
         where = f"table '{table}'" + (f", column '{column}'" if column is not None else "")
-        super().__init__(
-            f"{where}: schema contract violated ({schema_entity}=freeze): {self._WHAT[schema_entity]}; "
-            f"the load brings {value!r}. Nothing was loaded; the extracted package stays and the "
-            "next run retries it (pipeline.drop_pending_packages() discards it)",
-            table=table,
-            column=column,
-        )
+        if detail is not None:
+            # Raised at extract by a resource's Pydantic model (``value`` is the item).
+            message = (
+                f"{where}: schema contract violated ({schema_entity}=freeze): {detail}; the item is "
+                f"{value!r}. Nothing was extracted"
+            )
+        else:
+            message = (
+                f"{where}: schema contract violated ({schema_entity}=freeze): {self._WHAT[schema_entity]}; "
+                f"the load brings {value!r}. Nothing was loaded; the extracted package stays and the "
+                "next run retries it (pipeline.drop_pending_packages() discards it)"
+            )
+        super().__init__(message, table=table, column=column)
         self.schema_entity = schema_entity
         self.contract_mode = "freeze"
         self.value = value

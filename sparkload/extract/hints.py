@@ -16,6 +16,7 @@ from sparkload.common.hints import (
 )
 from sparkload.common.naming import normalize_path
 from sparkload.exceptions import ResourceError
+from sparkload.extract.pydantic_models import is_model, model_columns, model_contract
 
 TTableName = str | Callable[[Any], str]
 TKey = str | Sequence[str]
@@ -63,9 +64,12 @@ def as_key(value: TKey | None) -> tuple[str, ...]:
 
 
 def parse_columns(columns: Any) -> dict[str, dict[str, Any]]:
-    """Column hints as ``{name: {hint: value}}`` from dlt's dict or list-of-dicts forms."""
+    """Column hints as ``{name: {hint: value}}`` from dlt's dict or list-of-dicts forms, or
+    from a Pydantic model's fields."""
     if columns is None:
         return {}
+    if is_model(columns):
+        return model_columns(columns)
     if isinstance(columns, Mapping):
         items = [(name, dict(hints or {})) for name, hints in columns.items()]
     elif isinstance(columns, Sequence) and not isinstance(columns, str):
@@ -186,6 +190,11 @@ class TableHints:
     on_violation: str | None = None
     # dlt's schema contract, a mode per entity (None: the source's, else evolve).
     schema_contract: Mapping[str, str] | None = None
+    # The Pydantic model given as ``columns``, which validates every item at extract, and the
+    # contract hint as given (dlt's ``schema_contract`` hint before expansion), which the
+    # model's validation modes are expanded from.
+    model: Any = dataclasses.field(default=None, compare=False)
+    contract_given: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(
@@ -202,7 +211,7 @@ class TableHints:
         on_violation: str | None = None,
         schema_contract: Any = None,
     ) -> TableHints:
-        return cls(
+        hints = cls(
             table_name=table_name,
             write_disposition=WriteDisposition.parse(write_disposition),
             primary_key=as_key(primary_key),
@@ -214,7 +223,29 @@ class TableHints:
             expectations=parse_expectations(expectations),
             on_violation=check_on_violation(on_violation),
             schema_contract=schema_contract_settings(schema_contract),
+            model=columns if is_model(columns) else None,
+            contract_given=schema_contract or None,
         )
+        return hints.with_model_contract()
+
+    def with_model_contract(self) -> TableHints:
+        """With a model and no contract, the contract the model implies (as dlt sets it);
+        a contract the model cannot validate under is refused here, when the hint is set."""
+        if self.model is None:
+            return self
+        given = self.contract_given or model_contract(self.model, None)
+        model_contract(self.model, given)
+        return dataclasses.replace(
+            self, contract_given=given, schema_contract=schema_contract_settings(given)
+        )
+
+    @property
+    def model_modes(self) -> tuple[str, str] | None:
+        """The columns and data_type modes the model validates items under (None: no model)."""
+        if self.model is None:
+            return None
+        modes = model_contract(self.model, self.contract_given)
+        return modes["columns"], modes["data_type"]
 
     def merge(self, **changes: Any) -> TableHints:
         """Hints with ``changes`` applied; ``None`` means "leave as is" (dlt's apply_hints)."""
@@ -232,7 +263,9 @@ class TableHints:
             merged = {name: dict(hints) for name, hints in current.columns.items()}
             for name, hints in parse_columns(changes["columns"]).items():
                 merged.setdefault(name, {}).update(hints)
-            current = dataclasses.replace(current, columns=merged)
+            # a model replaces the one before; other columns end its validation, as in dlt
+            model = changes["columns"] if is_model(changes["columns"]) else None
+            current = dataclasses.replace(current, columns=merged, model=model)
         if changes.get("nested_hints") is not None:
             # dlt replaces the nested hints as a whole ({} drops them)
             nested = parse_nested_hints(changes["nested_hints"])
@@ -252,7 +285,10 @@ class TableHints:
         if changes.get("schema_contract") is not None:
             # dlt replaces the contract as a whole ({} removes it)
             contract = schema_contract_settings(changes["schema_contract"])
-            current = dataclasses.replace(current, schema_contract=contract)
+            given = changes["schema_contract"] or None
+            current = dataclasses.replace(current, schema_contract=contract, contract_given=given)
+        if changes.get("columns") is not None or changes.get("schema_contract") is not None:
+            current = current.with_model_contract()
         return current
 
     @property

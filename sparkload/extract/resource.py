@@ -27,6 +27,7 @@ from sparkload.extract.items import iterate_any
 from sparkload.extract.limit import LimitRun, PageLimit, limit_pages
 from sparkload.extract.mark import MarkedItem
 from sparkload.extract.pipes import Step, apply_steps
+from sparkload.extract.pydantic_models import ModelValidator
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +77,7 @@ class Resource:
         self._limit = PageLimit()  # add_limit
         if data_from is not None and self._func is None:
             raise ResourceError(f"transformer '{name}' must be a function taking the item")
+        self._sync_model_validator()
 
     # -- identity and hints -------------------------------------------------------------
     @property
@@ -110,6 +112,7 @@ class Resource:
         ``incremental`` sets the resource's incremental (``Incremental.EMPTY`` removes it)."""
         refuse_unknown_hints(hints, ResourceHintArgs.__optional_keys__, "Resource.apply_hints")
         self.hints = self.hints.merge(**hints)
+        self._sync_model_validator()
         if incremental is not None:
             self._set_incremental(incremental, insert_at=None)
         return self
@@ -146,6 +149,7 @@ class Resource:
         """A copy under another name (and table name, unless one was set explicitly)."""
         clone = self._clone()
         clone.name = new_name
+        clone._sync_model_validator()  # its errors name the resource
         return clone
 
     def compute_table_name(self, item: Any) -> str:
@@ -197,6 +201,31 @@ class Resource:
             count_rows=count_rows,
         )
         return self
+
+    def _sync_model_validator(self) -> None:
+        """Keep the step validating items against the hints' Pydantic model in the pipe: added
+        after the steps there when a model is set (as dlt appends its validator), replaced in
+        place when the model or its contract changes, removed with the model. Resources
+        without a model have no such step: nothing is validated on their way."""
+        modes = self.hints.model_modes
+        wanted = None if modes is None else ModelValidator(self.name, self.hints.model, *modes)
+        at = next((i for i, step in enumerate(self._steps) if isinstance(step.func, ModelValidator)), None)
+        if at is None:
+            if wanted is not None:
+                self._add_step(Step("map", wanted), None)
+            return
+        current = self._steps[at].func
+        assert isinstance(current, ModelValidator)
+        if wanted is not None and current.same_as(wanted):
+            return
+        steps = list(self._steps)
+        if wanted is not None:
+            steps[at] = Step("map", wanted)
+        else:
+            del steps[at]
+            if self._incremental_at is not None and at < self._incremental_at:
+                self._incremental_at -= 1
+        self._steps = tuple(steps)
 
     def _add_step(self, step: Step, insert_at: int | None) -> Resource:
         """``insert_at`` counts as dlt does: 0 is the generator, then the steps, with the
