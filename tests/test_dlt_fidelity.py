@@ -9,6 +9,7 @@ benchmarks' dlt virtualenv); each test says which input it mirrors.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
@@ -713,6 +714,7 @@ def test_a_merge_key_missing_from_the_data_is_refused_before_any_commit(
     assert isinstance(error, sl.LoadError)
     assert (error.table, error.column) == ("t", "day")
     assert "t" not in pipeline.destination_dataset.user_tables()
+    assert pipeline.has_pending_data  # the refused package stays for the next run
     pipeline.drop_pending_packages()
 
     first = [{"id": 1, "day": 1, "v": "a"}]
@@ -874,3 +876,61 @@ def test_a_transformers_configured_argument_holds_for_every_item_and_is_read_aga
         (3, 30),
         (4, 400),
     ]
+
+
+def test_add_limit_max_time_stops_a_resource_that_runs_longer() -> None:
+    """dlt 1.31: ``max_time`` stops the resource once that many seconds have passed since
+    its first item; the generator is asked for nothing after that."""
+    asked: list[int] = []
+
+    @sl.resource(name="slow")
+    def slow() -> Iterator[dict[str, int]]:
+        for i in range(100):
+            asked.append(i)
+            time.sleep(0.02)
+            yield {"i": i}
+
+    rows = [row["i"] for row in slow().add_limit(max_time=0.2)]
+    assert 1 <= len(rows) < 100
+    assert rows == list(range(len(rows)))
+    assert len(asked) <= len(rows) + 1  # stopped, not drained
+
+
+def test_an_optional_incremental_left_as_none_is_off(pipeline: sl.Pipeline) -> None:
+    """dlt 1.31: ``Optional[incremental] = None`` with nothing in config, or called with
+    None, filters nothing and keeps no cursor."""
+
+    @sl.resource(name="r")
+    def r(created_at: Optional[sl.sources.incremental[int]] = None) -> Iterator[dict[str, int]]:  # noqa: UP045
+        yield from ({"c": i} for i in range(5))
+
+    assert pipeline.run(r()).row_counts == {"r": 5}
+    assert pipeline.run(r(created_at=None)).row_counts == {"r": 5}
+    resources = pipeline.state.get("sources", {}).get(pipeline.pipeline_name, {}).get("resources", {})
+    assert "incremental" not in resources.get("r", {})
+
+
+def test_a_run_with_nothing_new_makes_one_empty_package(pipeline: sl.Pipeline) -> None:
+    """A deliberate difference (docs/dlt.md): dlt makes no load package when nothing is
+    new; sparkload makes one with no rows, which commits the run's state."""
+    r = sl.resource(_counting_up([8]), name="r")
+    first = pipeline.run(r())
+    assert len(first.loads_ids) == 1 and first.row_counts == {"r": 3}
+    second = pipeline.run(r())
+    assert len(second.loads_ids) == 1
+    assert second.loads_ids != first.loads_ids
+    assert second.row_counts == {}
+
+
+def test_a_standalone_resource_iterated_outside_a_run_writes_no_state(pipeline: sl.Pipeline) -> None:
+    @sl.resource(name="counter")
+    def counter() -> Iterator[dict[str, int]]:
+        state = sl.current.source_state()
+        state["count"] = state.get("count", 0) + 1
+        yield {"count": state["count"]}
+
+    pipeline.run(counter())
+    before = pipeline.state["sources"][pipeline.pipeline_name]["count"]
+    # by hand, outside a run: the state the pipeline last committed, and nothing kept
+    assert list(counter()) == [{"count": 2}]
+    assert pipeline.state["sources"][pipeline.pipeline_name]["count"] == before == 1

@@ -49,6 +49,16 @@ def _resource(calls: list[str], **hints: Any) -> Any:
              "columns": {"id": {"dedup_sort": "sideways"}}},
             "dedup_sort must be 'asc' or 'desc'",
         ),
+        (
+            {"write_disposition": UPSERT, "primary_key": "id",
+             "columns": {"id": {"hard_delete": True}, "name": {"hard_delete": True}}},
+            "only one column may carry the hard_delete hint",
+        ),
+        (
+            {"write_disposition": UPSERT, "primary_key": "id",
+             "columns": {"id": {"dedup_sort": "asc"}, "name": {"dedup_sort": "desc"}}},
+            "only one column may carry the dedup_sort hint",
+        ),
     ],
 )  # fmt: skip
 def test_a_bad_combination_fails_before_the_resource_runs_and_leaves_nothing(
