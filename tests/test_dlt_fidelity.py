@@ -754,17 +754,27 @@ def test_an_scd2_boundary_given_as_a_unix_timestamp_is_taken_in_seconds(pipeline
     [("append", None), ("merge", "id"), ({"disposition": "merge", "strategy": "upsert"}, "id")],
     ids=["append", "delete-insert", "upsert"],
 )
+@pytest.mark.parametrize(
+    ("validity", "evolved"),
+    [(None, False), (None, True), (["since", "until"], True)],
+    ids=["history", "history-with-a-new-column", "own-validity-names-and-a-new-column"],
+)
 def test_a_table_with_scd2_history_refuses_another_disposition_before_any_commit(
-    pipeline: sl.Pipeline, disposition: Any, primary_key: str | None
+    pipeline: sl.Pipeline, disposition: Any, primary_key: str | None, validity: Any, evolved: bool
 ) -> None:
     """dlt 1.31 appends such rows with NULL valid_from and valid_to (they pass as current
     versions), and a later merge of that table still ran as scd2. sparkload failed inside
     the engine ("NOT NULL constraint violated for column: _sparkload_valid_from"); now it
-    refuses before any commit, naming the table and the column. Replace rebuilds the table."""
+    refuses before any commit, naming the table and the column, also once an scd2 load added
+    a column (the engine drops the NOT NULL constraint then) and with validity columns of
+    the user's naming. Replace rebuilds the table, after which it takes any disposition."""
     from conftest import delta_version
 
-    scd2 = {"disposition": "merge", "strategy": "scd2"}
+    scd2 = {"disposition": "merge", "strategy": "scd2", "validity_column_names": validity}
+    valid_from = validity[0] if validity else "_sparkload_valid_from"
     pipeline.run(sl.resource([{"id": 1, "v": "a"}], name="t", write_disposition=scd2))
+    if evolved:
+        pipeline.run(sl.resource([{"id": 1, "v": "b", "w": 1}], name="t", write_disposition=scd2))
     version = delta_version(pipeline, "t")
     with pytest.raises(sl.PipelineStepFailed) as failed:
         pipeline.run(
@@ -774,12 +784,16 @@ def test_a_table_with_scd2_history_refuses_another_disposition_before_any_commit
         )
     error = failed.value.__cause__
     assert isinstance(error, sl.LoadError)
-    assert (error.table, error.column) == ("t", "_sparkload_valid_from")
+    assert (error.table, error.column) == ("t", valid_from)
     assert "scd2" in str(error)
     assert delta_version(pipeline, "t") == version
     pipeline.drop_pending_packages()
     pipeline.run(sl.resource([{"id": 3, "v": "c"}], name="t", write_disposition="replace"))
     assert [row["id"] for row in delta_rows(pipeline, "t")] == [3]
+    pipeline.run(
+        sl.resource([{"id": 4, "v": "d"}], name="t", write_disposition=disposition, primary_key=primary_key)
+    )
+    assert sorted(row["id"] for row in delta_rows(pipeline, "t")) == [3, 4]
 
 
 def test_an_appended_table_switched_to_scd2_is_refused_with_the_way_out(pipeline: sl.Pipeline) -> None:

@@ -28,12 +28,14 @@ from pyspark.sql import types as T
 
 from sparkload.common.hints import DATA_TYPES, LoadHints
 from sparkload.exceptions import DestructiveChangeError
+from sparkload.load.merge_config import validity_columns
 from sparkload.normalize.normalizer import NormalizedTable
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_POLICY = "error"
 KEYS_STATE = "keys"  # state["keys"][<table>] = {"primary_key": [...], "merge_key": [...]}
+VALIDITY_STATE = "validity_columns"  # and, for an scd2 table, its validity columns
 _VARIANT_MARK = "__v_"
 _KEY_HINTS = ("primary_key", "merge_key")
 
@@ -89,15 +91,19 @@ def key_changes(table: str, hints: LoadHints, recorded: Mapping[str, Any] | None
         return []
     changes = []
     for hint in _KEY_HINTS:
-        old, new = list(recorded.get(hint) or []), keys_of(hints)[hint]
+        old, new = list(recorded.get(hint) or []), keys_of(table, hints)[hint]
         if old and new and old != new:
             changes.append(DestructiveChange(table, f"{hint.replace('_', ' ')} changes from {old} to {new}"))
     return changes
 
 
-def keys_of(hints: LoadHints) -> dict[str, list[str]]:
-    """The keys a table is loaded with, as the state records them."""
-    return {"primary_key": list(hints.primary_key), "merge_key": list(hints.merge_key)}
+def keys_of(table: str, hints: LoadHints) -> dict[str, list[str]]:
+    """The keys a table is loaded with, as the state records them; for an scd2 table also
+    its validity columns, which mark it as keeping history (``preflight.check_not_history``)."""
+    keys = {"primary_key": list(hints.primary_key), "merge_key": list(hints.merge_key)}
+    if hints.disposition == "merge" and hints.strategy == "scd2":
+        keys[VALIDITY_STATE] = list(validity_columns(table, hints.options))
+    return keys
 
 
 def enforce(changes: Iterable[DestructiveChange], policy_of: Mapping[str, str]) -> list[str]:

@@ -182,7 +182,10 @@ class Loader:
             data_columns = [spec.name for spec in root_table.columns] + root_table.system_columns
             if hints.disposition == "merge" and hints.merge_key:
                 preflight.check_merge_key(root, hints, data_columns, self._typed(root_table))
-            preflight.check_not_history(root, hints, self.dataset.table(root).schema(), data_columns)
+            recorded = (self.recorded_keys.get(root) or {}).get(destructive.VALIDITY_STATE) or ()
+            preflight.check_not_history(
+                root, hints, self.dataset.table(root).schema(), data_columns, recorded
+            )
 
     # -- one root table and its nested tables ---------------------------------------------
     def _prepare_family(

@@ -145,14 +145,18 @@ def _sequence_by(table: str, wd: Mapping[str, Any], columns: Mapping[str, Mappin
     return from_option or from_hint
 
 
-def _scd2(table: str, wd: Mapping[str, Any], execution_time: datetime.datetime) -> Scd2Config:
+def validity_columns(table: str, wd: Mapping[str, Any]) -> tuple[str, str]:
+    """The names of an scd2 table's validity columns (from, to), as its options give them."""
     names = list(wd.get("validity_column_names") or DEFAULT_VALIDITY_COLUMNS)
     if len(names) != 2:
         raise HintCombinationError(
             f"table '{table}': validity_column_names needs two names, got {names}", table=table
         )
-    valid_from = wd.get("valid_from_name") or names[0]
-    valid_to = wd.get("valid_to_name") or names[1]
+    return wd.get("valid_from_name") or names[0], wd.get("valid_to_name") or names[1]
+
+
+def _scd2(table: str, wd: Mapping[str, Any], execution_time: datetime.datetime) -> Scd2Config:
+    valid_from, valid_to = validity_columns(table, wd)
     check = wd.get("columns")
     updated_at = wd.get("updated_at_name")
     if check is not None:

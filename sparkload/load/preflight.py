@@ -7,7 +7,7 @@ engine's commit. dlt refuses both in its normalize step; here the load refuses t
 before its first commit, naming the table and the column. (Primary keys are checked in
 normalize already.)
 
-A table holding SCD Type 2 history has a NOT NULL valid_from column. A load of another
+A table holding SCD Type 2 history has validity columns (the state records their names). A load of another
 disposition would append rows without validity, or delete and update every version of a
 key as if it were one row; the engine stops it only at the commit, with its own error.
 """
@@ -23,6 +23,7 @@ from pyspark.sql import types as T
 from sparkload.common.hints import LoadHints
 from sparkload.common.sql import quote
 from sparkload.exceptions import LoadError
+from sparkload.load.merge_config import DEFAULT_VALIDITY_COLUMNS
 
 
 def check_merge_key(table: str, hints: LoadHints, data_columns: Sequence[str], rows: DataFrame) -> None:
@@ -59,19 +60,30 @@ def check_merge_key(table: str, hints: LoadHints, data_columns: Sequence[str], r
 
 
 def check_not_history(
-    table: str, hints: LoadHints, destination: T.StructType | None, data_columns: Sequence[str]
+    table: str,
+    hints: LoadHints,
+    destination: T.StructType | None,
+    data_columns: Sequence[str],
+    recorded_validity: Sequence[str] = (),
 ) -> None:
-    """Refuse a load other than scd2 (or replace) into a table with NOT NULL columns the
-    load does not fill: the validity columns of a table loaded with the scd2 strategy."""
+    """Refuse a load other than scd2 (or replace) into a table keeping SCD Type 2 history:
+    one whose validity columns (those the state recorded for it, the default names, or NOT
+    NULL columns) the load does not fill. NOT NULL alone is not enough: the engine drops the
+    constraint when a later scd2 load adds a column."""
     if destination is None or hints.rebuilds:
         return
     if hints.disposition == "merge" and hints.strategy == "scd2":
         return
-    unfilled = [f.name for f in destination.fields if not f.nullable and f.name not in data_columns]
+    history = {*recorded_validity, *DEFAULT_VALIDITY_COLUMNS}
+    unfilled = [
+        f.name
+        for f in destination.fields
+        if (not f.nullable or f.name in history) and f.name not in data_columns
+    ]
     if unfilled:
         kind = hints.disposition if hints.disposition != "merge" else f"merge ({hints.strategy})"
         raise LoadError(
-            f"table '{table}' has NOT NULL column(s) {unfilled} this {kind} load does not fill: it "
+            f"table '{table}' has validity column(s) {unfilled} this {kind} load does not fill: it "
             "keeps SCD Type 2 history (they are its validity columns), which a load of another "
             "kind would break (versions without validity, every version of a key replaced as "
             "one row); load it with the scd2 strategy, or with replace to start over",

@@ -846,10 +846,14 @@ def _add_empty_replace_tables(
 
 
 def _record_keys(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> None:
-    """Remember the keys each merged table is loaded with: changing them is destructive."""
+    """Remember the keys each merged table is loaded with: changing them is destructive.
+    A table rebuilt by another disposition (replace) starts over: what it was is forgotten."""
     for table in tables:
         if table.rows and table.hints.disposition == "merge":
-            state.setdefault(destructive.KEYS_STATE, {})[table.name] = destructive.keys_of(table.hints)
+            keys = destructive.keys_of(table.name, table.hints)
+            state.setdefault(destructive.KEYS_STATE, {})[table.name] = keys
+        elif table.hints.rebuilds:
+            state.get(destructive.KEYS_STATE, {}).pop(table.name, None)
 
 
 def _add_time_ranges(
