@@ -68,8 +68,8 @@ SPARKLOAD_FUNCTIONS = {
 
 @pytest.mark.parametrize("caller", sorted(DLT_SIGNATURES))
 def test_every_dlt_argument_has_a_decision(caller: str) -> None:
-    """Implemented (sparkload's signature or hint keywords), accepted, refused, or passed on
-    to schema contracts and expectations: nothing falls through to silence."""
+    """Implemented (sparkload's signature or hint keywords), accepted or refused: nothing
+    falls through to silence."""
     function, hint_keywords = SPARKLOAD_FUNCTIONS[caller]
     implemented = set(inspect.signature(function).parameters) | hint_keywords
     undecided = [
@@ -78,9 +78,19 @@ def test_every_dlt_argument_has_a_decision(caller: str) -> None:
         if name not in implemented
         and name not in dlt_arguments.ACCEPTED[caller]
         and name not in dlt_arguments.REFUSED[caller]
-        and name not in dlt_arguments.PASSED_ON
     ]
     assert undecided == []
+
+
+@pytest.mark.parametrize("keyword", ["schema_contract", "expectations", "on_violation"])
+def test_hint_keywords_are_refused_where_nothing_takes_them(keyword: str) -> None:
+    """A pipeline has no contract or expectations of its own (dlt's pipeline() takes none),
+    and a source takes a contract but no expectations: given there, they would be dropped."""
+    with pytest.raises(TypeError, match=f"unexpected keyword argument '{keyword}'"):
+        sl.pipeline("p", destination="lake", **{keyword: "freeze"})
+    if keyword != "schema_contract":
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{keyword}'"):
+            sl.source(**{keyword: "warn"})
 
 
 def test_no_function_swallows_unknown_keywords() -> None:

@@ -185,10 +185,6 @@ ACCEPTED: dict[str, dict[str, Callable[[str, Any], None]]] = {
 }
 ACCEPTED[PLAN] = ACCEPTED[RUN]
 
-# dlt keywords implemented by sparkload's schema contracts and expectations: passed on to
-# them, never refused here.
-PASSED_ON = frozenset({"schema_contract", "expectations", "on_violation"})
-
 
 def refuse_dlt_arguments(
     caller: str, given: Mapping[str, Any], takes: frozenset[str] = frozenset()
@@ -202,7 +198,7 @@ def refuse_dlt_arguments(
         if check is not None:
             check(caller, value)
             continue
-        if keyword in takes or keyword in PASSED_ON:
+        if keyword in takes:
             kept[keyword] = value
             continue
         way = REFUSED.get(caller, {}).get(keyword)

@@ -532,10 +532,15 @@ class Pipeline:
         manifest = package.read(EXTRACT_MANIFEST)
         extracted_tables = [ExtractedTable.from_dict(data) for data in manifest["tables"]]
         hints = {extracted.name: extracted.hints.to_dict() for extracted in extracted_tables}
+        refresh = manifest.get("refresh") or {}
+        # Tables the load's refresh drops before its first commit (drop_data keeps them).
+        dropped = (
+            frozenset(refresh.get("tables") or ()) if refresh.get("mode") != "drop_data" else frozenset()
+        )
         # Tables normalize independently of each other: side by side, so that the engine
         # calls of many small tables overlap.
         tasks = [
-            functools.partial(self._normalize_table, package, staged, extracted)
+            functools.partial(self._normalize_table, package, staged, extracted, dropped)
             for extracted in extracted_tables
             if extracted.rows
         ]
@@ -557,9 +562,10 @@ class Pipeline:
         )
 
     def _normalize_table(
-        self, package: LoadPackage, staged: LoadPackage, extracted: ExtractedTable
+        self, package: LoadPackage, staged: LoadPackage, extracted: ExtractedTable, dropped: frozenset[str]
     ) -> list[NormalizedTable]:
-        """One extracted table, with its nested tables."""
+        """One extracted table, with its nested tables; ``dropped`` are the tables the load's
+        refresh drops, which the schema contract judges as not there (as dlt does)."""
         name = extracted.name
         replacing = extracted.hints.rebuilds
 
@@ -573,13 +579,14 @@ class Pipeline:
                 name, package.extracted_table_dir(name), staged.normalized_uri, extracted.json_schema
             )
             _refuse_lost_rows(package, extracted, tables[0].rows)
-            # The schema contract judges against the tables as they are, replaced or not.
+            # The schema contract judges against the tables as they are, replaced or not,
+            # but for those the refresh drops first.
             tables = apply_schema_contract(
                 self.spark,
                 tables,
                 staged.normalized_uri,
                 extracted.hints.schema_contract,
-                lambda table: self.destination_dataset.table(table).schema(),
+                lambda table: None if table in dropped else self.destination_dataset.table(table).schema(),
             )
             # Data-quality expectations, before any commit: may refuse the load or drop rows.
             return apply_expectations(
