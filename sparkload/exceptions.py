@@ -233,8 +233,9 @@ class DataValidationError(NormalizeError):
     """A load breaks its table's schema contract where the mode is ``freeze`` (dlt's
     DataValidationError), refused at normalize before any commit. ``schema_entity`` is what
     the load would add: a table (``tables``; ``column`` is None), a column (``columns``) or a
-    variant column (``data_type``; ``column`` is the variant column); ``value`` is one value
-    the load brings there (for a table, one of its rows as a dict)."""
+    variant column or a column hint changing a column's type (``data_type``); ``value`` is
+    one value the load brings there (for a table, one of its rows as a dict; for a column
+    hint, the properties it changes)."""
 
     _WHAT = {
         "tables": "the table does not exist and tables are frozen",
@@ -243,10 +244,26 @@ class DataValidationError(NormalizeError):
     }
 
     def __init__(
-        self, *, table: str, column: str | None, schema_entity: str, value: Any, detail: str | None = None
+        self,
+        *,
+        table: str,
+        column: str | None,
+        schema_entity: str,
+        value: Any,
+        detail: str | None = None,
+        retyped: str | None = None,
     ) -> None:
         where = f"table '{table}'" + (f", column '{column}'" if column is not None else "")
-        if detail is not None:
+        if retyped is not None:
+            # A column hint that changes the type of a column the table has (``value`` is
+            # the hint's changed properties, ``retyped`` the column's as they are).
+            message = (
+                f"{where}: schema contract violated (data_type=freeze): the column hint {value!r} "
+                f"changes the column's type (it is {retyped}) and data types are frozen. Nothing "
+                "was loaded; the extracted package stays and the next run retries it "
+                "(pipeline.drop_pending_packages() discards it)"
+            )
+        elif detail is not None:
             # Raised at extract by a resource's Pydantic model (``value`` is the item).
             message = (
                 f"{where}: schema contract violated ({schema_entity}=freeze): {detail}; the item is "

@@ -234,3 +234,36 @@ def test_bad_contracts_are_refused_when_declared() -> None:
         _orders([], schema_contract={"rows": "freeze"})
     with pytest.raises(ResourceError, match="schema_contract"):
         sl.source(schema_contract="strict")
+
+
+@pytest.mark.parametrize(
+    ("first", "change"),
+    [
+        (None, {"data_type": "text"}),
+        (
+            {"data_type": "decimal", "precision": 12, "scale": 4},
+            {"data_type": "decimal", "precision": 12, "scale": 2},
+        ),
+        (None, {"nullable": False}),
+    ],
+    ids=["data_type", "scale", "nullable"],
+)
+def test_data_type_freeze_refuses_a_hint_that_retypes_an_existing_column(
+    make_pipeline: Any, first: Any, change: dict[str, Any]
+) -> None:
+    # dlt 1.31: "Can't evolve column type of `amount` ... because `data_types` are frozen";
+    # under discard_row/discard_value the hint is left out and every row loads
+    # (tests/dlt_diff/cases/contract_data_type_hint_change.py compares all three modes)
+    frozen, discarding = make_pipeline(), make_pipeline()
+    for pipeline in (frozen, discarding):
+        pipeline.run(_orders([{"id": 1, "amount": 5}], columns={"amount": first} if first else None))
+    version = delta_version(frozen, "orders")
+    rows = [{"id": 2, "amount": 6}, {"id": 3}]
+    error = _refused(
+        frozen, _orders(rows, columns={"amount": change}, schema_contract={"data_type": "freeze"})
+    )
+    assert (error.table, error.column, error.schema_entity) == ("orders", "amount", "data_type")
+    assert "changes the column's type" in str(error)
+    assert delta_version(frozen, "orders") == version
+    discarding.run(_orders(rows, columns={"amount": change}, schema_contract={"data_type": "discard_row"}))
+    assert sorted(row["id"] for row in _rows(discarding, "orders")) == [1, 2, 3]

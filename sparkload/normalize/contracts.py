@@ -25,12 +25,13 @@ import dataclasses
 import logging
 import re
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkload.common.hints import DATA_TYPES
+from sparkload.common.hints import DATA_TYPES, LoadHints
 from sparkload.common.sql import quote
 from sparkload.common.system_columns import ID
 from sparkload.exceptions import DataValidationError
@@ -38,6 +39,7 @@ from sparkload.normalize.infer import ColumnSpec
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.row_drop import drop_rows
 from sparkload.normalize.typed import typed_rows
+from sparkload.normalize.types import data_type_of_spark
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +127,71 @@ def schema_changes(
             SchemaChange(table.name, "columns", name, tuple(specs)) for name, specs in new_columns.items()
         ]
     return changes
+
+
+# The column properties whose change is a change of type (dlt's TColumnType).
+TYPE_PROPERTIES = ("data_type", "nullable", "precision", "scale", "timezone")
+
+
+def apply_contract_to_hints(
+    table: str,
+    hints: LoadHints,
+    schema: T.StructType | None,
+    recorded: Mapping[str, Mapping[str, Any]],
+) -> LoadHints:
+    """The hints a load of ``table`` normalizes with under its contract's ``data_type`` mode,
+    decided before normalizing, as dlt does: a column hint that changes a type property of a
+    column the table has (its data type, nullable, precision, scale or timezone) is refused
+    under ``freeze`` (DataValidationError), left out under ``discard_row`` and
+    ``discard_value`` (the column keeps its type; no row or value is dropped for it) and
+    taken under ``evolve``. ``recorded``: the column hints the table was last loaded with;
+    the column as it is is those, else what its Delta type says."""
+    mode = (hints.schema_contract or {}).get("data_type", "evolve")
+    if mode == "evolve" or schema is None or not hints.columns:
+        return hints
+    fields = {field.name: field for field in schema.fields}
+    columns = {name: dict(column) for name, column in hints.columns.items()}
+    for name, column in columns.items():
+        if name not in fields:
+            continue
+        before = {**_type_properties(fields[name].dataType), **recorded.get(name, {})}
+        changed = [p for p in TYPE_PROPERTIES if p in column and column[p] != before.get(p)]
+        if not changed:
+            continue
+        if mode == "freeze":
+            raise DataValidationError(
+                table=table,
+                column=name,
+                schema_entity="data_type",
+                value={p: column[p] for p in changed},
+                retyped=", ".join(f"{p} {before.get(p)!r}" for p in changed),
+            )
+        logger.warning(
+            "table '%s': the hint of column '%s' changes its type (%s): left out under "
+            "schema_contract data_type=%s",
+            table,
+            name,
+            ", ".join(changed),
+            mode,
+        )
+        for prop in changed:
+            del column[prop]
+    return dataclasses.replace(hints, columns=columns)
+
+
+def _type_properties(dtype: T.DataType) -> dict[str, Any]:
+    """The type properties a Delta column's type shows (nullable: every column sparkload
+    makes is nullable in Delta; a NOT NULL hint is recorded, not stored)."""
+    properties: dict[str, Any] = {"nullable": True}
+    try:
+        properties["data_type"] = data_type_of_spark(dtype)
+    except ValueError:
+        properties["data_type"] = None
+    if isinstance(dtype, T.DecimalType):
+        properties.update(precision=dtype.precision, scale=dtype.scale)
+    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType)):
+        properties["timezone"] = isinstance(dtype, T.TimestampType)
+    return properties
 
 
 def _variant_base(spec: ColumnSpec) -> str | None:

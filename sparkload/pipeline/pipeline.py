@@ -60,7 +60,7 @@ from sparkload.extract.hints import TableHintArgs, destructive_change_policy, re
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset
 from sparkload.load.loader import Loader
-from sparkload.normalize.contracts import apply_schema_contract
+from sparkload.normalize.contracts import apply_contract_to_hints, apply_schema_contract
 from sparkload.normalize.expectations import apply_expectations
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
@@ -573,8 +573,18 @@ class Pipeline:
             # A replaced table takes the load's types; other tables keep theirs.
             return None if replacing else self.destination_dataset.table(table).schema()
 
-        normalizer = TableNormalizer(self.spark, package.load_id, extracted.hints, destination_schema)
+        def contract_schema(table: str) -> Any:
+            return None if table in dropped else self.destination_dataset.table(table).schema()
+
         try:
+            # Column hints changing a column's type go by the contract's data_type mode.
+            hints = apply_contract_to_hints(
+                name,
+                extracted.hints,
+                contract_schema(name),
+                schema_view.recorded_columns(self._synced_state(), name),
+            )
+            normalizer = TableNormalizer(self.spark, package.load_id, hints, destination_schema)
             tables = normalizer.normalize(
                 name, package.extracted_table_dir(name), staged.normalized_uri, extracted.json_schema
             )
@@ -586,7 +596,7 @@ class Pipeline:
                 tables,
                 staged.normalized_uri,
                 extracted.hints.schema_contract,
-                lambda table: None if table in dropped else self.destination_dataset.table(table).schema(),
+                contract_schema,
             )
             # Data-quality expectations, before any commit: may refuse the load or drop rows.
             return apply_expectations(

@@ -85,6 +85,12 @@ def record(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> None:
         state.setdefault(SCHEMA_KEY, {}).setdefault("tables", {}).update(recorded)
 
 
+def recorded_columns(state: Mapping[str, Any], table: str) -> dict[str, dict[str, Any]]:
+    """The column hints ``table`` was last loaded with (normalized names)."""
+    tables = (state.get(SCHEMA_KEY) or {}).get("tables") or {}
+    return {name: dict(hints) for name, hints in ((tables.get(table) or {}).get("columns") or {}).items()}
+
+
 def _hint_record(resource: str, hints: LoadHints) -> dict[str, Any]:
     return {
         "resource": resource,
