@@ -83,7 +83,9 @@ def test_sqlite_tables_load_with_their_types(pipeline: sl.Pipeline, sqlite_url: 
         },
         dict.fromkeys(["id", "price", "name", "weight", "added", "seen", "picture", "active"]) | {"id": 3},
     ]
-    schema = {f.name: f.type for f in deltalake.DeltaTable(f"{pipeline.dataset_uri}/products").schema().fields}
+    schema = {
+        f.name: f.type for f in deltalake.DeltaTable(f"{pipeline.dataset_uri}/products").schema().fields
+    }
     assert str(schema["price"]) == 'PrimitiveType("decimal(10,2)")'
     assert str(schema["seen"]) == 'PrimitiveType("timestamp_ntz")'
 
@@ -257,7 +259,9 @@ def test_postgres_incremental_reads_only_changed_rows(pipeline: sl.Pipeline, pg:
     assert pipeline.run(events()).row_counts == {"events": 10}
     with pg.begin() as c:
         later = start + datetime.timedelta(days=1)
-        c.execute(sa.text("UPDATE events SET v = 'changed', updated_at = :at WHERE id IN (2, 5)"), {"at": later})
+        c.execute(
+            sa.text("UPDATE events SET v = 'changed', updated_at = :at WHERE id IN (2, 5)"), {"at": later}
+        )
     second = pipeline.run(events())
 
     assert second.row_counts == {"events": 2}
@@ -275,7 +279,9 @@ def test_postgres_incremental_reads_only_changed_rows(pipeline: sl.Pipeline, pg:
 
 def test_postgres_large_table_is_read_in_chunks(pipeline: sl.Pipeline, pg: Any) -> None:
     with pg.begin() as c:
-        c.execute(sa.text("CREATE TABLE big AS SELECT g AS id, md5(g::text) AS h FROM generate_series(1, 200000) g"))
+        c.execute(
+            sa.text("CREATE TABLE big AS SELECT g AS id, md5(g::text) AS h FROM generate_series(1, 200000) g")
+        )
     sizes: list[int] = []
 
     def count(chunk: pa.Table) -> pa.Table:

@@ -72,7 +72,9 @@ def sql_database(
     engine = _engine(credentials, engine_adapter_callback)
     meta = metadata if metadata is not None else _metadata(schema)
     if defer_table_reflect and not table_names:
-        raise ValueError("sql_database: defer_table_reflect=True needs table_names (nothing is reflected now)")
+        raise ValueError(
+            "sql_database: defer_table_reflect=True needs table_names (nothing is reflected now)"
+        )
     names = list(table_names) if table_names else reflection.table_names(engine, schema, include_views)
     for name in names:
         yield _table_resource(
@@ -214,9 +216,9 @@ def _table_resource(
     hints: dict[str, Any] = {} if defer_table_reflect else read.hints()
     if primary_key is not None:
         hints["primary_key"] = primary_key
-    made: Resource = make_resource(
-        _read_table, name=read.name, write_disposition=write_disposition, **hints
-    )(table_read=read, incremental=incremental, deferred_hints=defer_table_reflect)
+    made: Resource = make_resource(_read_table, name=read.name, write_disposition=write_disposition, **hints)(
+        table_read=read, incremental=incremental, deferred_hints=defer_table_reflect
+    )
     return made
 
 
@@ -275,7 +277,8 @@ def _require_sqlalchemy() -> None:
         raise ImportError(f"sparkload's sql_database source needs SQLAlchemy 2: {INSTALL_HINT}") from exc
     if int(sqlalchemy.__version__.split(".")[0]) < 2:
         raise ImportError(
-            f"sparkload's sql_database source needs SQLAlchemy 2 (found {sqlalchemy.__version__}): {INSTALL_HINT}"
+            f"sparkload's sql_database source needs SQLAlchemy 2 (found {sqlalchemy.__version__}): "
+            + INSTALL_HINT
         )
 
 
@@ -292,9 +295,7 @@ def _metadata(schema: str | None) -> Any:
     return sa.MetaData(schema=schema)
 
 
-def _keep_columns(
-    names: list[str], then: Callable[[Any], Any] | None
-) -> Callable[[Any], Any]:
+def _keep_columns(names: list[str], then: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
     def adapt(table: Any) -> Any:
         for column in list(table.columns):
             if column.name not in names:

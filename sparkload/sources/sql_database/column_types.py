@@ -56,7 +56,8 @@ def column_type(table: str, name: str, sql_type: sa.types.TypeEngine[Any], level
             return ColumnType(None, None, _plain_value)
         raise UnsupportedColumnType(
             f"sql_database: table '{table}', column '{name}' has the SQL type {sql_type!r}, which "
-            f"sparkload does not map (decimals hold up to {MAX_DECIMAL_PRECISION} digits); give it a type with type_adapter_callback, leave the column out "
+            f"sparkload does not map (decimals hold up to {MAX_DECIMAL_PRECISION} digits); give it a "
+            "type with type_adapter_callback, leave the column out "
             "with table_adapter_callback, or use reflection_level='minimal' to infer it from the data"
         )
     if found.hint is not None and level == "minimal":

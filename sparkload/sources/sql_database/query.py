@@ -33,7 +33,9 @@ def table_query(
     return query
 
 
-def _incremental_range(query: sa.Select[Any], table: sa.Table, incremental: Incremental[Any]) -> sa.Select[Any]:
+def _incremental_range(
+    query: sa.Select[Any], table: sa.Table, incremental: Incremental[Any]
+) -> sa.Select[Any]:
     """dlt's: with ``last_value_func`` max the rows from the start (``>=``; ``>`` with
     ``range_start="open"``) up to the end (``<``; ``<=`` with ``range_end="closed"``) in
     ascending cursor order, with min the mirror image; another function loads every row and

@@ -40,7 +40,7 @@ def read_chunks(
 def arrow_chunk(names: Sequence[str], types: Sequence[ColumnType], rows: Sequence[Any]) -> pa.Table:
     arrays = []
     fields = []
-    for index, (name, kind) in enumerate(zip(names, types)):
+    for index, (name, kind) in enumerate(zip(names, types, strict=True)):
         values = [row[index] for row in rows]
         if kind.convert is not None:
             convert = kind.convert
@@ -51,14 +51,16 @@ def arrow_chunk(names: Sequence[str], types: Sequence[ColumnType], rows: Sequenc
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def dict_chunk(names: Sequence[str], types: Sequence[ColumnType], rows: Sequence[Any]) -> list[dict[str, Any]]:
+def dict_chunk(
+    names: Sequence[str], types: Sequence[ColumnType], rows: Sequence[Any]
+) -> list[dict[str, Any]]:
     # JSON and arrays stay Python objects here (dlt's json columns); every other conversion
     # is the one the Arrow backend makes, so both backends load the same values.
     converts = [None if kind.as_json else kind.convert for kind in types]
     chunk = []
     for row in rows:
         item = {}
-        for name, value, convert in zip(names, row, converts):
+        for name, value, convert in zip(names, row, converts, strict=True):
             item[name] = value if value is None or convert is None else convert(value)
         chunk.append(item)
     return chunk
