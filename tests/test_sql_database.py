@@ -196,14 +196,14 @@ def test_postgres_types_round_trip(pipeline: sl.Pipeline, pg: Any) -> None:
                 CREATE TABLE everything (
                     id bigint PRIMARY KEY, amount numeric(12, 4), at timestamptz, local timestamp,
                     day date, ref uuid, doc jsonb, counts integer[], tags text[], raw bytea,
-                    note text, flag boolean, ratio double precision
+                    note text, flag boolean, ratio double precision, clock time
                 );
                 SET TIME ZONE 'Europe/Berlin';
                 INSERT INTO everything VALUES
                   (1, 1234.5000, '2024-03-31 02:30:00+02', '2024-03-31 02:30:00', '2024-03-31',
                    :ref, '{"a": [1, 2.5, null], "b": {"c": "x"}}', '{1,2,3}', '{"x","y z"}',
-                   '\\x00ff10', 'héllo', true, 0.1),
-                  (2, -0.0001, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+                   '\\x00ff10', 'héllo', true, 0.1, '13:45:30.5'),
+                  (2, -0.0001, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
                 """
             ),
             {"ref": row_id},
@@ -227,11 +227,20 @@ def test_postgres_types_round_trip(pipeline: sl.Pipeline, pg: Any) -> None:
         "note": "héllo",
         "flag": True,
         "ratio": 0.1,
+        "clock": "13:45:30.500000",
     }
     assert first["at"].utcoffset() == datetime.timedelta(0)
     assert str(first["amount"]) == "1234.5000"  # the scale is kept
     assert second["amount"] == decimal.Decimal("-0.0001")
     assert all(second[k] is None for k in second if k not in ("id", "amount"))
+    columns = pipeline.default_schema.get_table_columns("everything")
+    assert {name: columns[name]["data_type"] for name in ("doc", "counts", "tags", "clock", "at")} == {
+        "doc": "json",
+        "counts": "json",
+        "tags": "json",
+        "clock": "time",
+        "at": "timestamp",
+    }
 
 
 def test_postgres_incremental_reads_only_changed_rows(pipeline: sl.Pipeline, pg: Any) -> None:

@@ -8,8 +8,8 @@ its table and column, never a value that silently changes type on the way to Del
 
 from __future__ import annotations
 
-import datetime
 import decimal
+import functools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,7 +68,7 @@ def column_type(table: str, name: str, sql_type: sa.types.TypeEngine[Any], level
 def _rule(t: sa.types.TypeEngine[Any], with_precision: bool) -> ColumnType | None:
     # Subclasses first: Float is a Numeric, JSONB a JSON, BYTEA a LargeBinary, Enum a String.
     if isinstance(t, (sqltypes.ARRAY, sqltypes.JSON)):
-        return ColumnType({"data_type": "text"}, pa.string(), _json_text, as_json=True)
+        return _json_rule()
     if isinstance(t, sqltypes.Boolean):
         return ColumnType({"data_type": "bool"}, pa.bool_())
     if isinstance(t, sqltypes.Integer):
@@ -84,8 +84,8 @@ def _rule(t: sa.types.TypeEngine[Any], with_precision: bool) -> ColumnType | Non
     if isinstance(t, sqltypes.Date):
         return ColumnType({"data_type": "date"}, pa.date32())
     if isinstance(t, sqltypes.Time):
-        # Delta has no TIME type: sparkload's time columns hold ISO text.
-        return ColumnType({"data_type": "time"}, pa.string(), _iso_time)
+        # Delta has no TIME type: sparkload stages Arrow times as ISO text for a time column.
+        return ColumnType({"data_type": "time"}, pa.time64("us"))
     if isinstance(t, sqltypes.Uuid):
         return ColumnType({"data_type": "text"}, pa.string(), str)
     if isinstance(t, sqltypes.String):
@@ -96,6 +96,16 @@ def _rule(t: sa.types.TypeEngine[Any], with_precision: bool) -> ColumnType | Non
     if isinstance(t, sqltypes._Binary):
         return ColumnType({"data_type": "binary"}, pa.binary(), bytes)
     return None
+
+
+@functools.cache
+def _json_rule() -> ColumnType:
+    """JSON and arrays as JSON text of Arrow's JSON type, which sparkload stages as JSON for a
+    json column; a pyarrow without that type (before 19) carries it as text in a text column."""
+    json_type = getattr(pa, "json_", None)
+    if json_type is None:
+        return ColumnType({"data_type": "text"}, pa.string(), _json_text, as_json=True)
+    return ColumnType({"data_type": "json"}, json_type(pa.string()), _json_text, as_json=True)
 
 
 def _decimal(t: sqltypes.Numeric[Any]) -> ColumnType | None:
@@ -129,10 +139,6 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, uuid.UUID):
         return str(value)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def _iso_time(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime.time) else value
 
 
 def _text(value: Any) -> Any:

@@ -55,8 +55,8 @@ def table_names(engine: sa.engine.Engine, schema: str | None, include_views: boo
 
 
 def table_hints(table: sa.Table, reflection_level: str, backend: str) -> TableHints:
-    """The hints of ``table``: JSON and arrays are JSON text in Arrow chunks (a text column)
-    and Python objects kept whole with the ``sqlalchemy`` backend (a json column, as in dlt)."""
+    """The hints of ``table``; with the ``sqlalchemy`` backend JSON and arrays are Python
+    objects kept whole in a json column (as in dlt), whatever pyarrow can type."""
     columns = {}
     for column in table.columns:
         kind = column_type(table.name, column.name, column.type, reflection_level)
