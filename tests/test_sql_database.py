@@ -297,10 +297,50 @@ def test_postgres_large_table_is_read_in_chunks(pipeline: sl.Pipeline, pg: Any) 
         sizes.append(chunk.num_rows)
         return chunk
 
+    cursors: list[Any] = []
+    sa.event.listen(pg, "before_cursor_execute", lambda _c, cursor, *_: cursors.append(cursor))
     resource = sql_table(pg, table="big", chunk_size=10_000).add_map(count)
     info = pipeline.run(resource)
 
     assert sizes == [10_000] * 20
+    # A server-side (named) cursor read the rows: psycopg2 names only those.
+    assert cursors[-1].name is not None
     assert info.row_counts == {"big": 200_000}
     table = deltalake.DeltaTable(f"{pipeline.dataset_uri}/big").to_pyarrow_table(columns=["id"])
     assert table.num_rows == 200_000 and pa.compute.max(table["id"]).as_py() == 200_000
+
+
+def test_deferred_reflection_gives_hints_when_the_table_is_read(
+    pipeline: sl.Pipeline, sqlite_url: str
+) -> None:
+    source = sql_database(sqlite_url, table_names=["products"], defer_table_reflect=True)
+    assert source.resources["products"].hints.columns == {}
+
+    pipeline.run(source)
+
+    columns = pipeline.default_schema.get_table_columns("products")
+    assert columns["price"]["data_type"] == "decimal" and columns["price"]["scale"] == 2
+    assert delta_rows(pipeline, "products", order_by="id")[1]["price"] == decimal.Decimal("0.50")
+
+
+def test_credentials_from_config(
+    pipeline: sl.Pipeline, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CREDENTIALS", sqlite_url)
+    assert sorted(sql_database().resources) == ["customers", "products"]
+    assert pipeline.run(sql_table(table="customers")).row_counts == {"customers": 2}
+
+
+def test_postgres_sqlalchemy_backend_keeps_json_whole(pipeline: sl.Pipeline, pg: Any) -> None:
+    with pg.begin() as c:
+        c.execute(
+            sa.text("CREATE TABLE docs (id int PRIMARY KEY, doc jsonb, tags text[], amount numeric(6,2))")
+        )
+        c.execute(sa.text("""INSERT INTO docs VALUES (1, '{"k": {"n": 1}}', '{a,b}', 1.50)"""))
+
+    items = list(sql_table(pg, table="docs", backend="sqlalchemy"))
+    assert items == [{"id": 1, "doc": {"k": {"n": 1}}, "tags": ["a", "b"], "amount": decimal.Decimal("1.50")}]
+    pipeline.run(sql_table(pg, table="docs", backend="sqlalchemy"))
+
+    (row,) = user_columns(delta_rows(pipeline, "docs"))
+    assert row == {"id": 1, "doc": '{"k":{"n":1}}', "tags": '["a","b"]', "amount": decimal.Decimal("1.50")}

@@ -29,7 +29,9 @@ def read_chunks(
     ]
     with engine.connect() as connection:
         result = connection.execution_options(yield_per=chunk_size).execute(query)
-        names = list(result.keys())
+        # Plain str: a reflected name may be SQLAlchemy's quoted_name, a str subclass that
+        # serializers refuse as a dict key.
+        names = list(map(str, result.keys()))
         for rows in result.partitions(chunk_size):
             if backend == "pyarrow":
                 yield arrow_chunk(names, types, rows)

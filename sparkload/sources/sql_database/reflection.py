@@ -64,5 +64,5 @@ def table_hints(table: sa.Table, reflection_level: str, backend: str) -> TableHi
         if hint is not None and kind.as_json and backend == "sqlalchemy":
             hint = {"data_type": "json"}
         if hint is not None:
-            columns[column.name] = hint
-    return TableHints(columns, [column.name for column in table.primary_key.columns])
+            columns[str(column.name)] = hint
+    return TableHints(columns, [str(column.name) for column in table.primary_key.columns])
