@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import sqlite3
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -344,3 +345,11 @@ def test_postgres_sqlalchemy_backend_keeps_json_whole(pipeline: sl.Pipeline, pg:
 
     (row,) = user_columns(delta_rows(pipeline, "docs"))
     assert row == {"id": 1, "doc": '{"k":{"n":1}}', "tags": '["a","b"]', "amount": decimal.Decimal("1.50")}
+
+
+def test_without_sqlalchemy_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)  # as if it were not installed
+    with pytest.raises(ImportError, match=r'pip install "sparkload\[sql_database\]"'):
+        sql_table("sqlite://", table="t")
+    with pytest.raises(ImportError, match="sql_database"):
+        sql_database("sqlite://")

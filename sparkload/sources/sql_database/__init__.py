@@ -29,6 +29,11 @@ from sparkload.extract.decorators import resource as make_resource
 from sparkload.extract.decorators import source
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
+from sparkload.sources.sql_database import reflection
+from sparkload.sources.sql_database.column_types import REFLECTION_LEVELS
+from sparkload.sources.sql_database.connection import engine_for
+from sparkload.sources.sql_database.query import table_query
+from sparkload.sources.sql_database.reader import read_chunks
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -67,8 +72,6 @@ def sql_database(
     settings = _settings(
         backend, chunk_size, reflection_level, detect_precision_hints, backend_kwargs, resolve_foreign_keys
     )
-    from sparkload.sources.sql_database import reflection
-
     engine = _engine(credentials, engine_adapter_callback)
     meta = metadata if metadata is not None else _metadata(schema)
     if defer_table_reflect and not table_names:
@@ -168,10 +171,8 @@ class _TableRead:
     _table: Any = field(default=None, repr=False)
 
     def table(self) -> sa.Table:
-        from sparkload.sources.sql_database.reflection import reflect_table
-
         if self._table is None:
-            self._table = reflect_table(
+            self._table = reflection.reflect_table(
                 self.engine,
                 self.name,
                 self.schema,
@@ -182,18 +183,13 @@ class _TableRead:
         return self._table
 
     def hints(self) -> dict[str, Any]:
-        from sparkload.sources.sql_database.reflection import table_hints
-
-        found = table_hints(self.table(), self.settings.reflection_level, self.settings.backend)
+        found = reflection.table_hints(self.table(), self.settings.reflection_level, self.settings.backend)
         hints: dict[str, Any] = {"columns": found.columns}
         if found.primary_key:
             hints["primary_key"] = found.primary_key
         return hints
 
     def chunks(self, incremental: Incremental[Any] | None) -> Iterator[Any]:
-        from sparkload.sources.sql_database.query import table_query
-        from sparkload.sources.sql_database.reader import read_chunks
-
         query = table_query(self.table(), incremental, self.query_adapter_callback, self.engine)
         yield from read_chunks(
             self.engine,
@@ -263,8 +259,6 @@ def _settings(
     level = reflection_level or "full"
     if detect_precision_hints:
         level = "full_with_precision"  # dlt's older flag for the same
-    from sparkload.sources.sql_database.column_types import REFLECTION_LEVELS
-
     if level not in REFLECTION_LEVELS:
         raise ValueError(f"sql_database reflection_level must be one of {REFLECTION_LEVELS}, got {level!r}")
     return _Settings(backend, chunk_size, level)
@@ -283,8 +277,6 @@ def _require_sqlalchemy() -> None:
 
 
 def _engine(credentials: Any, engine_adapter_callback: Callable[[Any], Any] | None) -> Any:
-    from sparkload.sources.sql_database.connection import engine_for
-
     engine = engine_for(credentials)
     return engine_adapter_callback(engine) if engine_adapter_callback is not None else engine
 

@@ -13,14 +13,16 @@ import functools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 import pyarrow as pa
-import sqlalchemy as sa
-from sqlalchemy.sql import sqltypes
 
 from sparkload.exceptions import ResourceError
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy.sql import sqltypes
 
 ReflectionLevel = Literal["minimal", "full", "full_with_precision"]
 REFLECTION_LEVELS = ("minimal", "full", "full_with_precision")
@@ -66,6 +68,8 @@ def column_type(table: str, name: str, sql_type: sa.types.TypeEngine[Any], level
 
 
 def _rule(t: sa.types.TypeEngine[Any], with_precision: bool) -> ColumnType | None:
+    from sqlalchemy.sql import sqltypes  # an optional dependency, loaded with the source
+
     # Subclasses first: Float is a Numeric, JSONB a JSON, BYTEA a LargeBinary, Enum a String.
     if isinstance(t, (sqltypes.ARRAY, sqltypes.JSON)):
         return _json_rule()

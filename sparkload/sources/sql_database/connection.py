@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Any
 
 from sparkload.exceptions import ConfigValueError
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 # dlt's ConnectionStringCredentials fields, as SQLAlchemy's URL.create names them.
 _URL_FIELDS = {
@@ -25,6 +26,8 @@ _URL_FIELDS = {
 
 def engine_for(credentials: Any) -> sa.engine.Engine:
     """The engine ``credentials`` name; an ``Engine`` is used as it is (the caller owns it)."""
+    import sqlalchemy as sa  # an optional dependency, loaded with the source
+
     if isinstance(credentials, sa.engine.Engine):
         return credentials
     if isinstance(credentials, (str, sa.engine.URL)):

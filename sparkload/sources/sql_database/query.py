@@ -7,12 +7,13 @@ from __future__ import annotations
 import inspect
 import operator
 from collections.abc import Callable
-from typing import Any
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Any
 
 from sparkload.exceptions import ResourceError
 from sparkload.extract.incremental import Incremental
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 QueryAdapter = Callable[..., Any]
 
@@ -23,6 +24,8 @@ def table_query(
     query_adapter_callback: QueryAdapter | None,
     engine: sa.engine.Engine,
 ) -> sa.Select[Any]:
+    import sqlalchemy as sa  # an optional dependency, loaded with the source
+
     query: sa.Select[Any] = sa.select(table)
     if incremental is not None:
         query = _incremental_range(query, table, incremental)
@@ -41,6 +44,8 @@ def _incremental_range(
     ascending cursor order, with min the mirror image; another function loads every row and
     leaves the range to the incremental's filter. Rows at the start value are read again and
     the incremental drops the ones the previous run loaded (by primary key or row hash)."""
+    import sqlalchemy as sa
+
     cursor_path = str(incremental.cursor_path)
     if cursor_path not in table.c:
         raise ResourceError(

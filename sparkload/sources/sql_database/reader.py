@@ -6,12 +6,14 @@ Only one chunk is held in memory at a time."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import sqlalchemy as sa
 
 from sparkload.sources.sql_database.column_types import ColumnType, column_type
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 
 def read_chunks(

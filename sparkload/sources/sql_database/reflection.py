@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Any
 
 from sparkload.sources.sql_database.column_types import column_type
 
-TableAdapter = Callable[[sa.Table], Any]
-TypeAdapter = Callable[[sa.types.TypeEngine[Any]], Any]
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+TableAdapter = Callable[["sa.Table"], Any]
+TypeAdapter = Callable[["sa.types.TypeEngine[Any]"], Any]
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ def reflect_table(
     """The table ``name`` with its columns, types adapted by ``type_adapter_callback`` (a new
     type, or None to keep the reflected one) and then passed to ``table_adapter_callback``
     (which may remove columns), as dlt calls them."""
+    import sqlalchemy as sa  # an optional dependency, loaded with the source
+
     table = sa.Table(name, metadata, schema=schema, autoload_with=engine)
     if type_adapter_callback is not None:
         for column in table.columns:
@@ -47,6 +50,8 @@ def reflect_table(
 
 
 def table_names(engine: sa.engine.Engine, schema: str | None, include_views: bool) -> list[str]:
+    import sqlalchemy as sa
+
     inspector = sa.inspect(engine)
     names = list(inspector.get_table_names(schema=schema))
     if include_views:
