@@ -353,3 +353,17 @@ def test_without_sqlalchemy_the_error_says_what_to_install(monkeypatch: pytest.M
         sql_table("sqlite://", table="t")
     with pytest.raises(ImportError, match="sql_database"):
         sql_database("sqlite://")
+
+
+def test_type_adapter_gives_an_unmapped_column_a_type(pipeline: sl.Pipeline, sqlite_url: str) -> None:
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        db.execute("CREATE TABLE odd (id INTEGER PRIMARY KEY, anything)")
+        db.execute("INSERT INTO odd VALUES (1, 'x')")
+
+    def as_text(sql_type: Any) -> Any:
+        return sa.Text() if isinstance(sql_type, sa.types.NullType) else None
+
+    resource = sql_table(sqlite_url, table="odd", type_adapter_callback=as_text)
+    assert resource.hints.columns["anything"] == {"data_type": "text"}
+    pipeline.run(resource)
+    assert user_columns(delta_rows(pipeline, "odd")) == [{"id": 1, "anything": "x"}]
