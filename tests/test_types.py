@@ -956,3 +956,20 @@ def test_pandas_infinities_keep_their_value(pipeline: sl.Pipeline) -> None:
     assert delta_types(pipeline, "pandas_specials")["x"] == "double"
     for rows in both_readers(pipeline, "pandas_specials"):
         assert [r["x"] for r in rows] == [1.5, INF, -INF]
+
+
+@pytest.mark.skipif(not hasattr(pa, "json_"), reason="Arrow's JSON type needs pyarrow 19")
+def test_arrow_json_column_is_json_text_in_a_json_column(pipeline: sl.Pipeline) -> None:
+    docs = ['{"a":[1,2]}', '"just a string"', "[]", None]
+
+    @sl.resource(columns={"doc": {"data_type": "json"}})
+    def docs_table() -> Iterator[pa.Table]:
+        yield pa.table({"id": [1, 2, 3, 4], "doc": pa.array(docs, pa.json_(pa.string()))})
+
+    pipeline.run(docs_table())
+    pipeline.run(docs_table())  # into the json column the first run made
+
+    rows = delta_rows(pipeline, "docs_table", order_by="id")
+    assert [r["doc"] for r in rows] == [d for d in docs for _ in (0, 1)]
+    assert not any("__v_" in name for name in rows[0])
+    assert pipeline.default_schema.get_table_columns("docs_table")["doc"]["data_type"] == "json"

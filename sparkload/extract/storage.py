@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sparkload.common.package import ARROW_DIR, JSON_DIR
-from sparkload.common.tags import TAG_STRING, TAG_TIME
+from sparkload.common.tags import TAG_JSON, TAG_STRING, TAG_TIME
 from sparkload.extract.items import to_arrow
 from sparkload.extract.serialize import dumps_row
 
@@ -130,18 +130,26 @@ class TableFiles:
             self._on_file_closed(self._json_path)
 
 
+# Arrow's canonical JSON extension type (``pa.json_()``, pyarrow 19 and later).
+ARROW_JSON = "arrow.json"
+
+
 def stage_arrow(table: pa.Table) -> pa.Table:
     """Arrow columns as normalization expects them, computed column-wise (no Python loop).
 
     Arrow already types its columns, so its strings are marked as plain text (no ISO
     timestamp detection, no misreading of a NUL-led string as a type tag), and times,
-    which Spark cannot read, become tagged ISO text like times from Python objects.
+    which Spark cannot read, become tagged ISO text like times from Python objects. A
+    column of Arrow's JSON type (the canonical extension ``arrow.json``) holds JSON text,
+    tagged as such: it goes into a json column as it is, as a dict kept whole would.
     """
     return pa.Table.from_arrays([_stage_array(column) for column in table.columns], names=table.column_names)
 
 
 def _stage_array(array: Any) -> Any:
     dtype = array.type
+    if getattr(dtype, "extension_name", None) == ARROW_JSON:
+        return pc.binary_join_element_wise(TAG_JSON, array.cast(pa.string()), "")
     if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
         return pc.binary_join_element_wise(TAG_STRING, array.cast(pa.string()), "")
     if pa.types.is_time(dtype):

@@ -1,0 +1,73 @@
+"""Tables as SQLAlchemy reflects them, adapted by the user's callbacks, and the resource hints
+they give: column types (``column_types.py``) and the primary key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sparkload.sources.sql_database.column_types import column_type
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+TableAdapter = Callable[["sa.Table"], Any]
+TypeAdapter = Callable[["sa.types.TypeEngine[Any]"], Any]
+
+
+@dataclass(frozen=True)
+class TableHints:
+    """What reflection tells the resource: its column hints and primary key."""
+
+    columns: dict[str, dict[str, Any]]
+    primary_key: list[str]
+
+
+def reflect_table(
+    engine: sa.engine.Engine,
+    name: str,
+    schema: str | None,
+    metadata: sa.MetaData,
+    table_adapter_callback: TableAdapter | None,
+    type_adapter_callback: TypeAdapter | None,
+) -> sa.Table:
+    """The table ``name`` with its columns, types adapted by ``type_adapter_callback`` (a new
+    type, or None to keep the reflected one) and then passed to ``table_adapter_callback``
+    (which may remove columns), as dlt calls them."""
+    import sqlalchemy as sa  # an optional dependency, loaded with the source
+
+    table = sa.Table(name, metadata, schema=schema, autoload_with=engine)
+    if type_adapter_callback is not None:
+        for column in table.columns:
+            adapted = type_adapter_callback(column.type)
+            if adapted is not None:
+                # The result's values are processed by the new type too (its result processor).
+                column.type = adapted() if isinstance(adapted, type) else adapted
+    if table_adapter_callback is not None:
+        table_adapter_callback(table)
+    return table
+
+
+def table_names(engine: sa.engine.Engine, schema: str | None, include_views: bool) -> list[str]:
+    import sqlalchemy as sa
+
+    inspector = sa.inspect(engine)
+    names = list(inspector.get_table_names(schema=schema))
+    if include_views:
+        names += inspector.get_view_names(schema=schema)
+    return names
+
+
+def table_hints(table: sa.Table, reflection_level: str, backend: str) -> TableHints:
+    """The hints of ``table``; with the ``sqlalchemy`` backend JSON and arrays are Python
+    objects kept whole in a json column (as in dlt), whatever pyarrow can type."""
+    columns = {}
+    for column in table.columns:
+        kind = column_type(table.name, column.name, column.type, reflection_level)
+        hint = kind.hint
+        if hint is not None and kind.as_json and backend == "sqlalchemy":
+            hint = {"data_type": "json"}
+        if hint is not None:
+            columns[str(column.name)] = hint
+    return TableHints(columns, [str(column.name) for column in table.primary_key.columns])
