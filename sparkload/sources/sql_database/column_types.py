@@ -33,10 +33,6 @@ MAX_DECIMAL_PRECISION = 38
 UNCONSTRAINED_DECIMAL = (38, 9)
 
 
-class UnsupportedColumnType(ResourceError):
-    """A reflected column whose SQL type sparkload has no rule for."""
-
-
 @dataclass(frozen=True)
 class ColumnType:
     """How one column travels: its hint (None: inferred from the data), its Arrow type (None:
@@ -56,7 +52,7 @@ def column_type(table: str, name: str, sql_type: sa.types.TypeEngine[Any], level
     if found is None:
         if level == "minimal":
             return ColumnType(None, None, _plain_value)
-        raise UnsupportedColumnType(
+        raise ResourceError(
             f"sql_database: table '{table}', column '{name}' has the SQL type {sql_type!r}, which "
             f"sparkload does not map (decimals hold up to {MAX_DECIMAL_PRECISION} digits); give it a "
             "type with type_adapter_callback, leave the column out "
