@@ -267,3 +267,30 @@ def test_data_type_freeze_refuses_a_hint_that_retypes_an_existing_column(
     assert delta_version(frozen, "orders") == version
     discarding.run(_orders(rows, columns={"amount": change}, schema_contract={"data_type": "discard_row"}))
     assert sorted(row["id"] for row in _rows(discarding, "orders")) == [1, 2, 3]
+
+
+def test_the_source_schema_contract_setter_applies_to_its_resources(pipeline: sl.Pipeline) -> None:
+    pipeline.run(_source([{"id": 1, "amount": 1}], None))
+    source = _source(SECOND, None)
+    source.schema_contract = {"columns": "discard_value"}  # dlt's setter
+    assert source.schema_contract == {"tables": "evolve", "columns": "discard_value", "data_type": "evolve"}
+    source.resources["orders"].apply_hints(on_destructive_change="allow")
+    pipeline.run(source)
+    assert _columns(pipeline, "orders") == {"id", "amount", "amount__v_text"}  # `note` discarded
+
+
+def test_a_refusal_in_one_resource_leaves_every_table_of_the_run_as_it_was(make_pipeline: Any) -> None:
+    pipeline = make_pipeline()
+
+    @sl.resource(name="customers")
+    def customers(rows: list[dict[str, Any]]) -> Any:
+        yield from rows
+
+    pipeline.run([_orders(FIRST), customers([{"id": 1}])])
+    versions = {t: delta_version(pipeline, t) for t in ("orders", "orders__lines", "customers")}
+    error = _refused(
+        pipeline, [_orders(NEW_COLUMN, schema_contract={"columns": "freeze"}), customers([{"id": 2}])]
+    )
+    assert error.schema_entity == "columns"
+    assert {t: delta_version(pipeline, t) for t in versions} == versions
+    assert [row["id"] for row in _rows(pipeline, "customers")] == [1]

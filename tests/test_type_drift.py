@@ -28,6 +28,13 @@ def _deep(levels: int, leaf: Any = 1) -> Any:
     return value
 
 
+def _nested_lists(levels: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
 def _tables(pipeline: sl.Pipeline) -> dict[str, list[dict[str, Any]]]:
     """Every user table of the dataset, read by delta-rs."""
     root = Path(pipeline.dataset_uri)
@@ -188,6 +195,8 @@ DRIFT = {
     "scalar_then_dict": [{"id": 1, "v": 10}, {"id": 2, "v": {"a": 20}}],
     "dict_then_list": [{"id": 1, "v": {"a": 10}}, {"id": 2, "v": [30, 40]}],
     "list_then_scalar": [{"id": 1, "v": [50]}, {"id": 2, "v": "sixty"}],
+    "list_then_dict": [{"id": 1, "v": [55]}, {"id": 2, "v": {"a": 56}}],
+    "deep_lists": [{"id": 1, "v": _nested_lists(40, 95)}],
     "case": [{"id": 1, "Id": 70}, {"ID": 80}],
     "deep": [{"id": 1, "v": _deep(40, 90)}, {"id": 2, "v": _deep(33, "deep")}],
 }
