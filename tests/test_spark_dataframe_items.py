@@ -242,6 +242,52 @@ def test_incremental_end_value_and_min_on_a_dataframe(pipeline: sl.Pipeline) -> 
     assert sorted(r["n"] for r in delta_rows(pipeline, "downward")) == [0, 1, 2, 3, 4, 5, 6]
 
 
+def test_incremental_without_primary_key_dedups_boundary_rows_by_content(pipeline: sl.Pipeline) -> None:
+    source_rows = [{"n": 1, "v": "a"}, {"n": 2, "v": "b"}]
+
+    @sl.resource
+    def content(n: Any = sl.sources.incremental("n", initial_value=0)) -> Iterator[Any]:
+        yield frame(pipeline, source_rows, "n bigint, v string")
+
+    pipeline.run(content())
+    # A new row on the stored cursor (2) is new content: loaded; the old one is not.
+    source_rows.append({"n": 2, "v": "c"})
+    pipeline.run(content())
+    assert sorted((r["n"], r["v"]) for r in delta_rows(pipeline, "content")) == [(1, "a"), (2, "b"), (2, "c")]
+    cursor = next(
+        source["resources"]["content"]["incremental"]["n"]
+        for source in pipeline.state["sources"].values()
+        if "content" in source.get("resources", {})
+    )
+    assert cursor["last_value"] == 2
+    assert len(cursor["unique_hashes"]) == 2  # both rows on the cursor, for the next run
+
+
+def test_incremental_on_a_dataframe_refuses_missing_cursor_values_when_asked(pipeline: sl.Pipeline) -> None:
+    @sl.resource
+    def gappy(
+        n: Any = sl.sources.incremental("n", initial_value=0, on_cursor_value_missing="raise"),
+    ) -> Iterator[Any]:
+        yield frame(pipeline, [{"n": 1}, {"n": None}], "n bigint")
+
+    with pytest.raises(PipelineStepFailed, match=r"1 row\(s\) have no value in cursor column 'n'"):
+        pipeline.run(gappy())
+
+
+def test_incremental_lag_rereads_a_window_of_a_dataframe(pipeline: sl.Pipeline) -> None:
+    top = [3]
+
+    @sl.resource(primary_key="n", write_disposition="merge")
+    def lagged(n: Any = sl.sources.incremental("n", initial_value=0, lag=2)) -> Iterator[Any]:
+        yield pipeline.spark.range(0, top[0] + 1).withColumnRenamed("id", "n")
+
+    pipeline.run(lagged())
+    top[0] = 5
+    info = pipeline.run(lagged())
+    assert info is not None
+    assert sorted(r["n"] for r in delta_rows(pipeline, "lagged")) == [0, 1, 2, 3, 4, 5]
+
+
 def test_large_dataframe_made_with_range_loads_every_row(pipeline: sl.Pipeline) -> None:
     df = pipeline.spark.range(200_000).selectExpr("id", "id % 7 as bucket", "struct(id as k) as nested")
     pipeline.run(df, table_name="big")
@@ -258,9 +304,11 @@ def other_server_session() -> Iterator[Any]:
     server = SparkConnectServer(ip="127.0.0.1", port=0)
     server.start(background=True)
     _, port = server.listening_address
+    session = session_for(f"sc://127.0.0.1:{port}")
     try:
-        yield session_for(f"sc://127.0.0.1:{port}")
+        yield session
     finally:
+        session.stop()  # before its server, so nothing calls the stopped server at exit
         server.stop()
 
 
