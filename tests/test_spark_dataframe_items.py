@@ -56,6 +56,20 @@ ROWS: list[dict[str, Any]] = [
         "tags": [],
         "items": [{"sku": "s3", "qty": 5}],
     },
+    {
+        "id": 3,
+        "name": None,
+        "small": 1,
+        "ratio": None,
+        "active": None,
+        "price": None,
+        "blob": None,
+        "created": None,
+        "day": None,
+        "customer": None,
+        "tags": None,
+        "items": [{"sku": None, "qty": None}],
+    },
 ]
 
 DDL = (
@@ -100,6 +114,7 @@ def test_dataframe_loads_the_same_tables_as_the_same_rows_as_dicts(pipeline: sl.
         (1, 0, "s1"),
         (1, 1, "s2"),
         (2, 0, "s3"),
+        (3, 0, None),
     ]
     root = {r["id"]: r for r in delta_rows(pipeline, "from_df")}
     assert root[2]["name"] == "2024-01-01T00:00:00"
@@ -299,7 +314,7 @@ def test_large_dataframe_made_with_range_loads_every_row(pipeline: sl.Pipeline) 
 @pytest.fixture
 def other_server_session() -> Iterator[Any]:
     """A session of a second Sail server (another Spark Connect endpoint)."""
-    from pysail.spark import SparkConnectServer
+    SparkConnectServer = pytest.importorskip("pysail.spark").SparkConnectServer
 
     server = SparkConnectServer(ip="127.0.0.1", port=0)
     server.start(background=True)
