@@ -4,7 +4,7 @@ A package starts in the working directory and moves beside the dataset once norm
 so a run on another machine (or with an empty working directory) can finish it::
 
     <working dir>/packages/<load_id>/
-        extracted/<table>/json|arrow/part-*   what extract wrote
+        extracted/<table>/json|arrow|spark/part-*   what extract wrote
         extract.json                            tables, hints, the new state: extract done
 
     <dataset>/_sparkload_packages/<pipeline>/<load_id>/   (a catalog dataset: its staging folder)
@@ -35,6 +35,11 @@ PACKAGES_FOLDER = "_sparkload_packages"
 # The staged files of a table, by kind: NDJSON for Python items, Parquet for Arrow and pandas.
 JSON_DIR = "json"
 ARROW_DIR = "arrow"
+# Spark DataFrames, written by the engine: one Parquet folder per DataFrame (``part-*``),
+# staged as ARROW_DIR's files are (strings tagged), so normalize reads both alike.
+SPARK_DIR = "spark"
+# The finished folders in SPARK_DIR start so; one being written does not.
+SPARK_PART_PREFIX = "part-"
 
 EXTRACT_MANIFEST = "extract.json"
 NORMALIZE_MANIFEST = "normalize.json"

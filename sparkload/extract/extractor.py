@@ -28,10 +28,11 @@ from sparkload.exceptions import (
 )
 from sparkload.extract.defer import DEFERRED_WORKERS, DeferredItems, is_deferred
 from sparkload.extract.hints import TableHints, nested_column_hints
-from sparkload.extract.items import is_arrow, is_pandas, iterate_any, to_arrow
+from sparkload.extract.items import is_arrow, is_pandas, is_spark_dataframe, iterate_any, to_arrow
 from sparkload.extract.mark import MarkedItem
 from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
+from sparkload.extract.spark_frames import check_session, staged_columns
 from sparkload.extract.storage import ImportedFileError, TableFiles
 
 # Items that are not dicts but values, each loaded as a row {"value": item}, as dlt does
@@ -181,15 +182,20 @@ class _ResourceRun:
 
 
 class Extractor:
-    """Writes every item of the resources of its jobs into ``extracted_dir``."""
+    """Writes every item of the resources of its jobs into ``extracted_dir``.
+
+    ``spark`` gives the pipeline's SparkSession (starting the engine if need be): Spark
+    DataFrame items are written by it."""
 
     def __init__(
         self,
         extracted_dir: Path,
         on_rows: Callable[[int], None] | None = None,
         on_file_closed: Callable[[str, Path], None] | None = None,
+        spark: Callable[[], Any] | None = None,
     ) -> None:
         self.extracted_dir = extracted_dir
+        self._spark = spark
         self.tables: dict[str, ExtractedTable] = {}
         self._files: dict[str, TableFiles] = {}  # by normalized table name
         self._runs: dict[int, _ResourceRun] = {}  # by id() of the resource's ExtractJob
@@ -478,6 +484,9 @@ class Extractor:
         if type(row) is dict:
             self._write_dict(files, resource, position, row)
             return
+        if is_spark_dataframe(row):
+            self._write_spark(files, resource, row)
+            return
         try:
             table = to_arrow(row)
         except Exception as exc:
@@ -485,6 +494,13 @@ class Extractor:
                 resource, f"item {position} cannot be converted to Arrow: {exc}", position=position
             ) from exc
         files.write_arrow(table)
+
+    def _write_spark(self, files: TableFiles, resource: str, frame: Any) -> None:
+        """A Spark DataFrame, staged by the engine (its rows never come to this process)."""
+        if self._spark is None:
+            raise ExtractError(resource, "a Spark DataFrame item needs a pipeline's engine to be written")
+        check_session(resource, frame, self._spark())
+        files.write_spark(frame.select(*staged_columns(resource, frame.schema)))
 
     def _run_of(self, entry: ExtractJob) -> _ResourceRun:
         run = self._runs.get(id(entry))
@@ -544,11 +560,11 @@ def _named_failures(resource: str) -> Iterator[None]:
 
 
 def _as_row(resource: str, position: int, item: Any) -> Any:
-    """A yielded item other than None as what a table takes: a dict, or an Arrow table or
-    pandas frame (converted when written)."""
+    """A yielded item other than None as what a table takes: a dict, or an Arrow table,
+    pandas frame (converted when written) or Spark DataFrame (written by the engine)."""
     if isinstance(item, dict):
         return dict(item) if type(item) is not dict else item  # a dict subclass (OrderedDict, ...)
-    if is_arrow(item) or is_pandas(item):
+    if is_arrow(item) or is_pandas(item) or is_spark_dataframe(item):
         return item
     if isinstance(item, SCALAR_ITEMS) or type(item).__module__ == "numpy":
         # dlt loads a value that is not a dict as a row with one column, "value" (a list or
@@ -557,8 +573,8 @@ def _as_row(resource: str, position: int, item: Any) -> Any:
     raise UnsupportedItemError(
         resource,
         f"item {position} is a {type(item).__name__}; a resource must yield "
-        "dicts, values (numbers, strings, dates, lists ...), Arrow tables or pandas "
-        "DataFrames",
+        "dicts, values (numbers, strings, dates, lists ...), Arrow tables, pandas "
+        "DataFrames or Spark DataFrames",
         position=position,
     )
 

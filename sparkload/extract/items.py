@@ -20,6 +20,13 @@ def is_pandas(item: Any) -> bool:
     return cls.__name__ == "DataFrame" and cls.__module__.startswith("pandas")
 
 
+def is_spark_dataframe(item: Any) -> bool:
+    """A Spark DataFrame, Spark Connect's or a classic (JVM) one; checked by module so no
+    PySpark module is imported for it."""
+    cls = type(item)
+    return cls.__name__ == "DataFrame" and cls.__module__.startswith("pyspark.sql")
+
+
 def to_arrow(item: Any) -> pa.Table:
     if isinstance(item, pa.RecordBatch):
         table = pa.Table.from_batches([item])
@@ -57,7 +64,9 @@ def iterate_any(data: Any) -> Iterator[Any]:
     """
     if inspect.isasyncgen(data):
         return _drain_async(data)
-    if isinstance(data, (dict, str, bytes)) or is_arrow(data) or is_pandas(data):
+    # A Spark DataFrame must not be iterated: its ``__getitem__`` makes ``iter()`` yield
+    # columns for ever.
+    if isinstance(data, (dict, str, bytes)) or is_arrow(data) or is_pandas(data) or is_spark_dataframe(data):
         return iter((data,))
     if isinstance(data, Iterable):
         return iter(data)

@@ -1,4 +1,5 @@
-"""Staged files of one load package: NDJSON for Python items, Parquet for Arrow and pandas.
+"""Staged files of one load package: NDJSON for Python items, Parquet for Arrow and pandas,
+Parquet folders the engine writes for Spark DataFrames.
 
 Files rotate at a fixed size so a large resource never sits in memory and Spark can read
 the parts in parallel. Files a resource imports (``sl.mark.with_file_import``) are staged
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -19,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sparkload.common.package import ARROW_DIR, JSON_DIR
+from sparkload.common.package import ARROW_DIR, JSON_DIR, SPARK_DIR, SPARK_PART_PREFIX
 from sparkload.common.tags import TAG_JSON, TAG_STRING, TAG_TIME
 from sparkload.extract.items import to_arrow
 from sparkload.extract.serialize import dumps_row
@@ -46,6 +48,7 @@ class TableFiles:
         self._json_written = 0
         self._json_parts = 0
         self._arrow_parts = 0
+        self._spark_parts = 0
         self._json_imports = 0
 
     def write_line(self, line: bytes) -> None:
@@ -74,6 +77,32 @@ class TableFiles:
             self._arrow_parts += 1
             self.rows += table.num_rows
         pq.write_table(staged, target / f"part-{part:05d}.parquet")
+
+    def write_spark(self, frame: Any) -> None:
+        """Have the engine write ``frame`` (a Spark DataFrame with staged columns) as one
+        Parquet folder; no row passes through this process.
+
+        The engine writes into a hidden temporary folder that is renamed into place once the
+        write has finished, so a write cut short leaves no part that normalize would read
+        (it reads only ``part-*`` folders)."""
+        target = self.table_dir / SPARK_DIR
+        with self._lock:
+            target.mkdir(parents=True, exist_ok=True)
+            part = self._spark_parts
+            self._spark_parts += 1
+        temporary = target / f".writing-{part:05d}-{uuid.uuid4().hex}"
+        frame.write.mode("error").parquet(str(temporary))
+        # The row count from the Parquet footers of the local folder: no engine job.
+        rows = sum(
+            pq.ParquetFile(path).metadata.num_rows for path in temporary.glob("*.parquet") if path.is_file()
+        )
+        if rows == 0:
+            # As an empty Arrow table, an empty DataFrame stages nothing.
+            shutil.rmtree(temporary)
+            return
+        os.rename(temporary, target / f"{SPARK_PART_PREFIX}{part:05d}")
+        with self._lock:
+            self.rows += rows
 
     def import_file(self, source: Path, file_format: str) -> int:
         """Stage the file ``source`` (``"jsonl"`` or ``"parquet"``) with this table's files;

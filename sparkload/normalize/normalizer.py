@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 
 from sparkload.common.hints import LoadHints
 from sparkload.common.naming import PATH_SEPARATOR
-from sparkload.common.package import ARROW_DIR, JSON_DIR
+from sparkload.common.package import ARROW_DIR, JSON_DIR, SPARK_DIR, SPARK_PART_PREFIX
 from sparkload.common.sql import quote
 from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
 from sparkload.exceptions import DamagedFileError, NormalizeError
@@ -132,6 +132,14 @@ class TableNormalizer:
             frames.append(reader.json(str(json_dir)))
         if (extracted / ARROW_DIR).exists():
             frames.append(self.spark.read.parquet(str(extracted / ARROW_DIR)))
+        # Each Spark DataFrame item is a folder of its own, with its own schema; they are
+        # staged as Arrow items are, so they are read alike. Only finished folders count.
+        spark_dir = extracted / SPARK_DIR
+        if spark_dir.is_dir():
+            parts = sorted(
+                p for p in spark_dir.iterdir() if p.is_dir() and p.name.startswith(SPARK_PART_PREFIX)
+            )
+            frames += [self.spark.read.parquet(str(part)) for part in parts]
         if not frames:
             raise NormalizeError(f"nothing was staged in {extracted}")
         frame = frames[0]

@@ -478,7 +478,12 @@ class Pipeline:
             inference = SchemaInference(self.spark)
             try:
                 with context.extraction(self, working_state, batch.windows, clock):
-                    extractor = Extractor(package.extracted_dir, self.progress.items, inference.file_closed)
+                    extractor = Extractor(
+                        package.extracted_dir,
+                        self.progress.items,
+                        inference.file_closed,
+                        spark=lambda: self.spark,
+                    )
                     tables = extractor.run(batch.jobs)
             except BaseException:
                 inference.cancel()

@@ -10,10 +10,10 @@ key or content hash; ``end_value`` makes a stateless backfill; ``row_order`` sto
 from the generator once the cursor leaves the range.
 
 This module declares and binds incrementals; a bound one filters through the explicit
-state of ``transform.py`` (rows or Arrow), starts behind its stored cursor by ``lag.py``,
-and takes an external scheduler's interval from ``external_schedulers.py``. Binding is the
-one place a run's start is decided: ``bind_incrementals`` is what the run, the plan and a
-restatement all go through.
+state of ``transform.py`` (rows or Arrow; Spark DataFrames in ``spark_frames.py``), starts
+behind its stored cursor by ``lag.py``, and takes an external scheduler's interval from
+``external_schedulers.py``. Binding is the one place a run's start is decided:
+``bind_incrementals`` is what the run, the plan and a restatement all go through.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from sparkload.extract.incremental.external_schedulers import (
     scheduler_interval,
 )
 from sparkload.extract.incremental.lag import apply_lag
+from sparkload.extract.incremental.spark_frames import SparkIncremental
 from sparkload.extract.incremental.transform import (
     MISSING,
     IncrementalTransform,
@@ -44,6 +45,7 @@ from sparkload.extract.incremental.transform import (
     row_digest,
     transform_kind,
 )
+from sparkload.extract.items import is_spark_dataframe
 from sparkload.extract.mark import MarkedItem
 
 __all__ = [
@@ -355,7 +357,7 @@ class Incremental(Generic[TCursor]):
         if is_deferred(item):
             return item  # filtered by what it returns (``Resource.finish_deferred``)
         transform = self._bound()
-        kind = transform_kind(item)
+        kind = SparkIncremental if is_spark_dataframe(item) else transform_kind(item)
         if type(transform) is not kind:
             transform = self._transform = transform.as_kind(kind)
         return transform(item)
