@@ -139,3 +139,30 @@ def test_a_growing_folder_loads_only_new_and_changed_files(pipeline: sl.Pipeline
     assert run().row_counts == {"people": 3}
     rows = {row["id"]: row["name"] for row in delta_rows(pipeline, "people")}
     assert rows == {1: "ANN", 2: "bob", 3: "cy", 4: "dee", 5: "eve"}
+
+
+def test_the_files_example_runs_offline(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    example = Path(__file__).parents[1] / "examples" / "files_csv.py"
+    env = {
+        **os.environ,
+        "SPARKLOAD_EXAMPLE_DIR": str(tmp_path),
+        "SPARKLOAD_PIPELINES_DIR": str(tmp_path / "p"),
+    }
+    done = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    rows = deltalake_rows(tmp_path / "lake")
+    assert rows == {1: 10.0, 2: 3.25, 3: 1.0}
+
+
+def deltalake_rows(lake: Path) -> dict[int, float]:
+    import deltalake
+
+    [table] = [path for path in lake.glob("*/orders") if (path / "_delta_log").is_dir()]
+    return {
+        row["id"]: row["amount"] for row in deltalake.DeltaTable(str(table)).to_pyarrow_table().to_pylist()
+    }
