@@ -1,0 +1,75 @@
+"""Readers of listed files through the engine's own CSV, JSON and Parquet readers.
+
+Each reader is a transformer: a page of file items in, one Spark DataFrame over those files
+out. The rows never pass through Python; the DataFrame is staged into the load package by
+the engine, like any DataFrame a resource yields. Spark's reader options pass through
+(``read_csv(sep=";", header=False)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from sparkload.common import context
+from sparkload.exceptions import ResourceError
+from sparkload.extract.decorators import transformer
+from sparkload.sources.filesystem.listing import FileItem
+
+# What dlt's pandas-based CSV reader gives by default: a header row and typed columns.
+_CSV_DEFAULTS = {"header": "true", "inferSchema": "true"}
+
+
+def _spark() -> Any:
+    """The running pipeline's SparkSession: files are read by the engine that loads them."""
+    return context.active_pipeline().spark
+
+
+def _urls(items: Iterable[FileItem] | FileItem) -> list[str]:
+    page = [items] if isinstance(items, Mapping) else list(items)
+    for item in page:
+        if not isinstance(item, Mapping) or "file_url" not in item:
+            raise ResourceError(f"a file reader takes file items (dicts with 'file_url'), got {item!r}")
+    return [str(item["file_url"]) for item in page]
+
+
+def _options(options: Mapping[str, Any]) -> dict[str, str]:
+    """Spark's reader options as strings (``True`` is ``"true"``, as Spark spells it)."""
+    return {
+        key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in options.items()
+    }
+
+
+def _with_file_name(frame: Any, column: str | None) -> Any:
+    """The frame with the path of each row's file in ``column``, when one is asked for."""
+    return frame if column is None else frame.withColumn(column, F.input_file_name())
+
+
+@transformer(name="read_csv")
+def read_csv(items: Any, file_name_column: str | None = None, **options: Any) -> Iterator[Any]:
+    """The rows of a page of CSV files (a header row and typed columns unless the options
+    say otherwise: ``header=False``, ``inferSchema=False``, ``sep=";"``, …)."""
+    urls = _urls(items)
+    if urls:
+        frame = _spark().read.options(**_options({**_CSV_DEFAULTS, **options})).csv(urls)
+        yield _with_file_name(frame, file_name_column)
+
+
+@transformer(name="read_jsonl")
+def read_jsonl(items: Any, file_name_column: str | None = None, **options: Any) -> Iterator[Any]:
+    """The rows of a page of JSON Lines files (one JSON object a line)."""
+    urls = _urls(items)
+    if urls:
+        frame = _spark().read.options(**_options(options)).json(urls)
+        yield _with_file_name(frame, file_name_column)
+
+
+@transformer(name="read_parquet")
+def read_parquet(items: Any, file_name_column: str | None = None, **options: Any) -> Iterator[Any]:
+    """The rows of a page of Parquet files."""
+    urls = _urls(items)
+    if urls:
+        frame = _spark().read.options(**_options(options)).parquet(*urls)
+        yield _with_file_name(frame, file_name_column)
