@@ -53,6 +53,9 @@ SAIL_MATRIX = [
     "tests/test_merge_crash.py",
     "tests/test_catalog_tables.py",
     "tests/test_concurrent_merge.py",
+    # Spark DataFrames as items, staged by the engine, and the files the engine reads.
+    "tests/test_spark_dataframe_items.py",
+    "tests/test_filesystem_source.py",
 ]
 # A JVM Spark is several times slower per small statement and each crash-test process
 # starts a JVM, so its run takes the same behaviours in fewer tests.
@@ -81,6 +84,9 @@ JVM_MATRIX = [
     "tests/test_literals.py",
     # A table overwritten from its own rows (compaction), on Delta with Apache Spark.
     "tests/test_compaction.py::test_tombstones_are_compacted_and_still_keep_older_inserts_out",
+    # Classic DataFrames as items, staged by the JVM; files read by Spark's own readers.
+    "tests/test_spark_dataframe_items.py",
+    "tests/test_filesystem_source.py",
 ]
 # Apache Spark's own Spark Connect server (JVM, with delta-spark): what differs from the
 # classic JVM session is the client and its protocol, not Delta.

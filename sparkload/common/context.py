@@ -22,7 +22,11 @@ from sparkload.exceptions import SparkloadError
 
 
 class PipelineView(Protocol):
-    """What a resource may ask of a pipeline: its name and its committed state."""
+    """What a resource may ask of a pipeline: its name, its committed state and its engine
+    (a SparkSession, for sources that read through the engine)."""
+
+    @property
+    def spark(self) -> Any: ...
 
     @property
     def pipeline_name(self) -> str: ...

@@ -8,6 +8,7 @@ the engine, like any DataFrame a resource yields. Spark's reader options pass th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -42,9 +43,15 @@ def _options(options: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def _with_file_name(frame: Any, column: str | None) -> Any:
-    """The frame with the path of each row's file in ``column``, when one is asked for."""
-    return frame if column is None else frame.withColumn(column, F.input_file_name())
+def _read(kind: str, urls: list[str], options: Mapping[str, Any], file_name_column: str | None) -> Any:
+    """One DataFrame over the files ``urls``, read by the engine's ``kind`` reader. With a
+    file name column each file is read on its own and marked with its URL (the embedded
+    engine has no ``input_file_name()``), the frames unioned by column name."""
+    reader = _spark().read.format(kind).options(**_options(options))
+    if file_name_column is None:
+        return reader.load(urls)
+    frames = [reader.load([url]).withColumn(file_name_column, F.lit(url)) for url in urls]
+    return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
 
 
 @transformer(name="read_csv")
@@ -53,8 +60,7 @@ def read_csv(items: Any, file_name_column: str | None = None, **options: Any) ->
     say otherwise: ``header=False``, ``inferSchema=False``, ``sep=";"``, …)."""
     urls = _urls(items)
     if urls:
-        frame = _spark().read.options(**_options({**_CSV_DEFAULTS, **options})).csv(urls)
-        yield _with_file_name(frame, file_name_column)
+        yield _read("csv", urls, {**_CSV_DEFAULTS, **options}, file_name_column)
 
 
 @transformer(name="read_jsonl")
@@ -62,8 +68,7 @@ def read_jsonl(items: Any, file_name_column: str | None = None, **options: Any) 
     """The rows of a page of JSON Lines files (one JSON object a line)."""
     urls = _urls(items)
     if urls:
-        frame = _spark().read.options(**_options(options)).json(urls)
-        yield _with_file_name(frame, file_name_column)
+        yield _read("json", urls, options, file_name_column)
 
 
 @transformer(name="read_parquet")
@@ -71,5 +76,4 @@ def read_parquet(items: Any, file_name_column: str | None = None, **options: Any
     """The rows of a page of Parquet files."""
     urls = _urls(items)
     if urls:
-        frame = _spark().read.options(**_options(options)).parquet(*urls)
-        yield _with_file_name(frame, file_name_column)
+        yield _read("parquet", urls, options, file_name_column)
