@@ -371,3 +371,21 @@ def test_type_adapter_gives_an_unmapped_column_a_type(pipeline: sl.Pipeline, sql
     assert resource.hints.columns["anything"] == {"data_type": "text"}
     pipeline.run(resource)
     assert user_columns(delta_rows(pipeline, "odd")) == [{"id": 1, "anything": "x"}]
+
+
+def test_the_sqlite_example_runs_offline_twice(tmp_path: Path) -> None:
+    """examples/sql_database_sqlite.py, copied (it writes beside itself): the first run loads
+    both tables, the second reads only the order it changed."""
+    import shutil
+    import subprocess
+
+    script = tmp_path / "sql_database_sqlite.py"
+    shutil.copy(Path(__file__).parents[1] / "examples" / "sql_database_sqlite.py", script)
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    [orders] = [path for path in (tmp_path / "_lake").glob("*/orders") if (path / "_delta_log").is_dir()]
+    rows = {
+        row["id"]: row["total"] for row in deltalake.DeltaTable(str(orders)).to_pyarrow_table().to_pylist()
+    }
+    assert rows == {1: decimal.Decimal("21.99"), 2: decimal.Decimal("5.00")}
