@@ -360,3 +360,24 @@ def test_an_interrupted_engine_write_leaves_no_part_normalize_would_read(
         files.write_spark(broken)
     finished = [p.name for p in (tmp_path / "t" / SPARK_DIR).iterdir() if p.name.startswith("part-")]
     assert finished == ["part-00000"] and files.rows == 3
+
+
+def test_a_time_interval_resource_yielding_a_dataframe_loads_its_window_alone(pipeline: sl.Pipeline) -> None:
+    """The window is applied in Spark to the DataFrame's rows as to any item's: rows outside
+    it (a query that leaks) are dropped and counted, a rerun of the window replaces it."""
+    utc = datetime.timezone.utc
+    day = datetime.datetime(2024, 10, 25, tzinfo=utc)
+    rows = [{"id": i, "ts": day + datetime.timedelta(hours=6 * i)} for i in range(-1, 9)]  # 2 days ± 6 h
+
+    @sl.resource(name="events")
+    def events(window: Any = sl.sources.intervals("ts", cron="@daily", start=day)) -> Iterator[Any]:  # noqa: B008
+        yield frame(pipeline, rows, "id bigint, ts timestamp")  # every row, whatever the window
+
+    today = day + datetime.timedelta(days=2)
+    info = pipeline.run(events(), execution_time=today)
+    assert sorted(row["id"] for row in delta_rows(pipeline, "events")) == list(range(8))
+    assert any("outside the window" in note for note in info.notes), info.notes
+    pipeline.run(
+        events(), restate=["events"], start=day, end=day + datetime.timedelta(days=1), execution_time=today
+    )
+    assert sorted(row["id"] for row in delta_rows(pipeline, "events")) == list(range(8))
