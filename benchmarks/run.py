@@ -1,8 +1,9 @@
 """Run the benchmarks with sparkload and with dlt side by side; print each result and a table.
 
     python benchmarks/run.py [--skip-dlt] [--skip-w1] [--skip-w2] [--skip-m1] [--skip-m1s]
-                             [--skip-s1] [--skip-f1] [--skip-t1] [--skip-d1] [--repeat N] [--m1-rows N]
-                             [--m1s-rows N,N,...] [--s1-rows N] [--dlt-s1-duckdb]
+                             [--skip-s1] [--skip-f1] [--skip-t1] [--skip-d1] [--skip-q1]
+                             [--repeat N] [--m1-rows N] [--m1s-rows N,N,...] [--s1-rows N]
+                             [--q1-rows N] [--dlt-s1-duckdb]
 
 W1: 1,000,000 nested rows merged on id, then 10,000 rows half overlapping (sparkload, dlt).
 W2: 10,000,000 W1 rows appended in one run, peak RSS (sparkload only).
@@ -22,6 +23,9 @@ T1: 20 merge resources of 100 rows with a nested list (40 tables), created then 
 D1: a Spark DataFrame of 1,000,000 and of 10,000,000 rows made on the engine, loaded with one
     run: the time and the process's peak RSS, which must not grow with the rows (sparkload
     only: dlt takes no Spark DataFrame).
+Q1: a PostgreSQL table of 1,000,000 rows (numeric, timestamptz, text, jsonb) loaded with
+    sql_table in chunks of 50,000, then 1,000 changed rows read by the incremental query;
+    the process's peak RSS (sparkload only; needs PostgreSQL's server programs).
 
 dlt is installed on first use into benchmarks/_work/dlt-venv (dlt[deltalake] 1.31, see
 benchmarks/dlt_env.py: SPARKLOAD_DLT_PYTHON names another python), so the two libraries never
@@ -159,6 +163,20 @@ def run_d1(args: argparse.Namespace, table: Table) -> None:
             table.add(f"D1 DataFrame of {rows // 1_000_000}M rows{suffix}", ours["seconds"], None)
 
 
+def run_q1(args: argparse.Namespace, table: Table) -> None:
+    for attempt in range(args.repeat):
+        suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
+        ours, _ = _run(sys.executable, "sparkload_q1.py", str(args.q1_rows))
+        print(
+            f"Q1 sparkload: {ours['rows']:,} PostgreSQL rows in {ours['first']:.2f}s, "
+            f"{ours['second_rows']:,} changed rows in {ours['second']:.2f}s, "
+            f"peak RSS {ours['peak_rss'] / MIB:.0f} MiB "
+            f"({ours['rss_engine_started'] / MIB:.0f} MiB with the engine started)"
+        )
+        table.add(f"Q1 PostgreSQL table, first load{suffix}", ours["first"], None)
+        table.add(f"Q1 PostgreSQL table, 1,000 changed rows{suffix}", ours["second"], None)
+
+
 def _print_m1(name: str, result: dict[str, Any]) -> None:
     if "error" in result:
         print(f"M1 {name}: failed: {result['error']}")
@@ -263,6 +281,8 @@ def main() -> None:
     parser.add_argument("--skip-f1", action="store_true")
     parser.add_argument("--skip-t1", action="store_true")
     parser.add_argument("--skip-d1", action="store_true")
+    parser.add_argument("--skip-q1", action="store_true")
+    parser.add_argument("--q1-rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--m1-rows", type=int, default=10_000_000)
     parser.add_argument("--m1s-rows", default="1000000,10000000,30000000")
@@ -287,6 +307,8 @@ def main() -> None:
         run_t1(args, table)
     if not args.skip_d1:
         run_d1(args, table)
+    if not args.skip_q1:
+        run_q1(args, table)
     if not args.skip_f1:
         run_f1(args, table)
     table.print()
