@@ -12,9 +12,11 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import deltalake
+import engines
 import pyarrow as pa
 import pytest
 from conftest import delta_rows, user_columns
@@ -23,7 +25,9 @@ from postgres_server import Unavailable, postgres_server
 import sparkload as sl
 
 sa = pytest.importorskip("sqlalchemy")
+from sparkload.exceptions import PipelineStepFailed, ResourceError  # noqa: E402
 from sparkload.sources.sql_database import sql_database, sql_table  # noqa: E402
+from sparkload.sources.sql_database.jdbc import jdbc_options, jdbc_url  # noqa: E402
 
 UTC = datetime.timezone.utc
 
@@ -153,7 +157,7 @@ def test_engine_and_url_credentials(sqlite_url: str) -> None:
         assert isinstance(chunk, pa.Table) and chunk.num_rows == 2
 
 
-@pytest.mark.parametrize("backend", ["pandas", "connectorx", "spark"])
+@pytest.mark.parametrize("backend", ["pandas", "connectorx"])
 def test_other_backends_are_refused_by_name(sqlite_url: str, backend: str) -> None:
     with pytest.raises(ValueError, match=f"backend='{backend}'"):
         sql_database(sqlite_url, backend=backend)
@@ -389,3 +393,187 @@ def test_the_sqlite_example_runs_offline_twice(tmp_path: Path) -> None:
         row["id"]: row["total"] for row in deltalake.DeltaTable(str(orders)).to_pyarrow_table().to_pylist()
     }
     assert rows == {1: decimal.Decimal("21.99"), 2: decimal.Decimal("5.00")}
+
+
+# -- backend="spark": Spark's JDBC source -------------------------------------------------------
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql+psycopg2://u:p%40ss@db.example:5433/shop", "jdbc:postgresql://db.example:5433/shop"),
+        ("postgresql://u@db/shop", "jdbc:postgresql://db/shop"),
+        ("mysql+pymysql://u:p@db:3306/shop", "jdbc:mysql://db:3306/shop"),
+        ("mssql+pyodbc://u:p@db:1433/shop", "jdbc:sqlserver://db:1433;databaseName=shop"),
+    ],
+)
+def test_jdbc_url_from_the_sqlalchemy_url_has_no_credentials(url: str, expected: str) -> None:
+    assert jdbc_url(sa.engine.make_url(url)) == expected
+    table = sa.Table("orders", sa.MetaData(), sa.Column("id", sa.Integer), schema="sales")
+    parsed = sa.engine.make_url(url)
+    # The URL and dialect alone (the DBAPI drivers of MySQL and SQL Server are not installed).
+    engine = SimpleNamespace(url=parsed, dialect=parsed.get_dialect()())
+    options = jdbc_options(engine, table, 500, {})  # type: ignore[arg-type]
+    assert options["url"] == expected and "@" not in options["url"]
+    assert options["user"] == "u" and options["fetchsize"] == "500"
+    assert options.get("password") == parsed.password
+    assert options["dbtable"] in ('"sales"."orders"', "`sales`.`orders`", "[sales].[orders]")
+
+
+def test_backend_spark_options_and_refusals(sqlite_url: str) -> None:
+    with pytest.raises(ValueError, match=r"dialect 'sqlite'.*backend='pyarrow'"):
+        jdbc_url(sa.engine.make_url(sqlite_url))
+    table = sa.Table("orders", sa.MetaData(), sa.Column("id", sa.Integer))
+    given = {"jdbc_url": "jdbc:sqlite:/tmp/x.db", "driver": "org.sqlite.JDBC", "user": "other"}
+    options = jdbc_options(sa.create_engine(sqlite_url), table, 10, given)
+    assert options == {
+        "url": "jdbc:sqlite:/tmp/x.db",
+        "driver": "org.sqlite.JDBC",
+        "user": "other",
+        "dbtable": '"orders"',
+        "fetchsize": "10",
+    }
+    with pytest.raises(ValueError, match="backend_kwargs are not supported with backend='pyarrow'"):
+        sql_table(sqlite_url, table="customers", backend_kwargs={"driver": "x"})
+    with pytest.raises(ValueError, match="backend_kwargs.*dbtable"):
+        sql_table(sqlite_url, table="customers", backend="spark", backend_kwargs={"dbtable": "x"})
+    with pytest.raises(ValueError, match="builds no SQL query.*table_adapter_callback"):
+        sql_table(sqlite_url, table="customers", backend="spark", query_adapter_callback=lambda q, t: q)
+    with pytest.raises(ValueError, match="builds no SQL query"):
+        sql_database(sqlite_url, backend="spark", query_adapter_callback=lambda q, t: q)
+    # Spark's JDBC mapping types the columns: reflection gives the primary key alone.
+    resource = sql_table(sqlite_url, table="products", backend="spark")
+    assert resource.hints.columns == {} and resource.hints.primary_key == ("id",)
+
+
+@pytest.mark.skipif(engines.current() == "spark", reason="the embedded engine's failure; the JVM's is below")
+def test_backend_spark_on_the_embedded_engine_fails_naming_table_and_fix(
+    pipeline: sl.Pipeline, pg: Any
+) -> None:
+    with pg.begin() as c:
+        c.execute(sa.text("CREATE TABLE events (id int PRIMARY KEY, v text)"))
+        c.execute(sa.text("INSERT INTO events VALUES (1, 'a')"))
+
+    with pytest.raises(PipelineStepFailed) as failure:
+        pipeline.run(sql_table(pg, table="events", backend="spark"))
+
+    assert failure.value.step == "extract"
+    cause = failure.value.__cause__
+    assert isinstance(cause, ResourceError) and cause.__cause__ is not None  # the engine's error
+    message = str(failure.value)
+    assert "table 'events'" in message and "backend='spark'" in message
+    assert "spark.jars.packages=org.postgresql:postgresql:<version>" in message
+    assert "backend='pyarrow'" in message
+    assert "password" not in message
+    assert not (Path(pipeline.dataset_uri) / "events").exists()
+
+
+_JVM_CHILD = r"""
+import datetime, json, sys
+import delta
+from pyspark.sql import SparkSession
+import sparkload as sl
+from sparkload.sources.sql_database import sql_table
+
+url, lake, pipelines = sys.argv[1:4]
+builder = (
+    SparkSession.builder.master("local[1]")
+    .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+    .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.shuffle.partitions", "2")
+)
+spark = delta.configure_spark_with_delta_pip(
+    builder, extra_packages=["org.postgresql:postgresql:42.7.4"]
+).getOrCreate()
+pipeline = sl.pipeline(
+    "jdbc_child", destination=sl.destinations.delta(lake), pipelines_dir=pipelines, spark=spark
+)
+start = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+
+def accounts():
+    resource = sql_table(
+        url, table="accounts", backend="spark", chunk_size=1000,
+        incremental=sl.sources.incremental("updated_at", initial_value=start),
+    )
+    resource.apply_hints(write_disposition="merge")
+    return resource
+
+resource = accounts()
+out = {"primary_key": list(resource.hints.primary_key), "hint_columns": resource.hints.columns}
+out["first"] = pipeline.run(resource).row_counts
+import sqlalchemy as sa
+engine = sa.create_engine(url)
+with engine.begin() as c:
+    c.execute(sa.text(
+        "UPDATE accounts SET note = 'changed', balance = balance + 1, "
+        "updated_at = '2024-02-01 00:00:00+00' WHERE id IN (3, 7)"
+    ))
+out["second"] = pipeline.run(accounts()).row_counts
+columns = pipeline.default_schema.get_table_columns("accounts")
+out["types"] = {name: {k: v for k, v in c.items() if k in ("data_type", "precision", "scale")}
+                for name, c in columns.items() if not name.startswith("_")}
+print("RESULT " + json.dumps(out, default=str))
+spark.stop()
+"""
+
+
+@pytest.mark.skipif(engines.current() != "spark", reason="needs the JVM engine (--engine=spark)")
+def test_backend_spark_reads_postgres_through_jvm_jdbc_incrementally_and_merges(
+    pg: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    """A child process with its own classic session that has PostgreSQL's JDBC driver (the
+    JVM session sparkload starts has none): the table loads through Spark's JDBC source,
+    a second run with an incremental on updated_at loads the 2 changed rows alone, and a
+    merge on the reflected primary key updates them."""
+    import json
+    import subprocess
+
+    with pg.begin() as c:
+        c.execute(
+            sa.text(
+                """
+                CREATE TABLE accounts (
+                    id bigint PRIMARY KEY, balance numeric(12, 2), updated_at timestamptz,
+                    note text, ref uuid
+                );
+                INSERT INTO accounts
+                SELECT g, g * 10.25, TIMESTAMPTZ '2024-01-01 00:00:00+00' + g * INTERVAL '1 hour',
+                       'n' || g, md5(g::text)::uuid
+                FROM generate_series(1, 10) g;
+                """
+            )
+        )
+    script = tmp_path / "child.py"
+    script.write_text(_JVM_CHILD)
+    lake = tmp_path / "jdbc_lake"
+    done = subprocess.run(
+        [sys.executable, str(script), postgres_url, str(lake), str(tmp_path / "child_pipelines")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    result = json.loads(line.removeprefix("RESULT "))
+
+    assert result["primary_key"] == ["id"] and result["hint_columns"] == {}
+    assert result["first"] == {"accounts": 10}
+    assert result["second"] == {"accounts": 2}
+    assert result["types"] == {
+        "id": {"data_type": "bigint"},
+        "balance": {"data_type": "decimal", "precision": 12, "scale": 2},
+        "updated_at": {"data_type": "timestamp"},
+        "note": {"data_type": "text"},
+        "ref": {"data_type": "text"},
+    }
+    [table] = [p for p in lake.glob("*/accounts") if (p / "_delta_log").is_dir()]
+    rows = sorted(deltalake.DeltaTable(str(table)).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert len(rows) == 10  # merged on the reflected primary key: no duplicates
+    changed = {r["id"]: r for r in rows if r["note"] == "changed"}
+    assert sorted(changed) == [3, 7]
+    assert changed[3]["balance"] == decimal.Decimal("31.75")
+    assert changed[3]["updated_at"] == datetime.datetime(2024, 2, 1, tzinfo=UTC)
+    assert rows[0]["balance"] == decimal.Decimal("10.25") and rows[0]["note"] == "n1"
+    assert rows[0]["ref"] == str(uuid.UUID("c4ca4238-a0b9-2382-0dcc-509a6f75849b"))
+    schema = {f.name: str(f.type) for f in deltalake.DeltaTable(str(table)).schema().fields}
+    assert schema["balance"] == 'PrimitiveType("decimal(12,2)")'
+    assert schema["updated_at"] == 'PrimitiveType("timestamp")'

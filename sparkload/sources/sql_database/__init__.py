@@ -10,7 +10,13 @@ Each table becomes a resource named after it (write disposition ``append``, its 
 primary key, column hints from its SQL types) that reads the table in chunks of
 ``chunk_size`` rows through a server-side cursor, each chunk an Arrow table (the default
 ``pyarrow`` backend) or a list of dicts (``sqlalchemy``). An incremental's range is pushed
-into the query. See docs/sources.md, "SQL databases".
+into the query.
+
+Where the engine is a JVM Spark with the database's JDBC driver, ``backend="spark"`` reads
+through Spark's JDBC source instead (``jdbc.py``): the resource yields one lazy Spark
+DataFrame of the table's kept columns, typed by Spark's JDBC mapping (only the primary key
+comes from reflection), and an incremental's range is a Spark ``where`` that the JDBC source
+pushes down to the database. See docs/sources.md, "SQL databases".
 
 SQLAlchemy is an optional dependency (``pip install "sparkload[sql_database]"``), imported
 when a source or table is made, not when this module is.
@@ -29,7 +35,8 @@ from sparkload.extract.decorators import resource as make_resource
 from sparkload.extract.decorators import source
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
-from sparkload.sources.sql_database import reflection
+from sparkload.common import context
+from sparkload.sources.sql_database import jdbc, reflection
 from sparkload.sources.sql_database.column_types import REFLECTION_LEVELS
 from sparkload.sources.sql_database.connection import engine_for
 from sparkload.sources.sql_database.query import table_query
@@ -42,7 +49,7 @@ __all__ = ["ReflectionLevel", "TableBackend", "sql_database", "sql_table"]
 
 TableBackend = Literal["pyarrow", "sqlalchemy", "pandas", "connectorx", "spark"]
 ReflectionLevel = Literal["minimal", "full", "full_with_precision"]
-BACKENDS = ("pyarrow", "sqlalchemy")
+BACKENDS = ("pyarrow", "sqlalchemy", "spark")
 INSTALL_HINT = 'pip install "sparkload[sql_database]"'
 
 
@@ -70,7 +77,13 @@ def sql_database(
     views with ``include_views``), as dlt's ``sql_database``. Unlike dlt, whose default
     backend is ``sqlalchemy``, the default is ``pyarrow``: chunks go to Delta as Parquet."""
     settings = _settings(
-        backend, chunk_size, reflection_level, detect_precision_hints, backend_kwargs, resolve_foreign_keys
+        backend,
+        chunk_size,
+        reflection_level,
+        detect_precision_hints,
+        backend_kwargs,
+        resolve_foreign_keys,
+        query_adapter_callback,
     )
     engine = _engine(credentials, engine_adapter_callback)
     meta = metadata if metadata is not None else _metadata(schema)
@@ -123,7 +136,13 @@ def sql_table(
     if not table:
         raise ValueError("sql_table needs table=, the name of the table to read")
     settings = _settings(
-        backend, chunk_size, reflection_level, detect_precision_hints, backend_kwargs, resolve_foreign_keys
+        backend,
+        chunk_size,
+        reflection_level,
+        detect_precision_hints,
+        backend_kwargs,
+        resolve_foreign_keys,
+        query_adapter_callback,
     )
     if is_sentinel(credentials):
         credentials = secrets["sources.sql_database.credentials"]
@@ -154,6 +173,8 @@ class _Settings:
     backend: str
     chunk_size: int
     reflection_level: str
+    # Spark JDBC options, backend spark only.
+    backend_kwargs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -183,6 +204,10 @@ class _TableRead:
         return self._table
 
     def hints(self) -> dict[str, Any]:
+        if self.settings.backend == "spark":
+            # Spark's JDBC mapping types the columns; reflection gives the primary key alone.
+            key = [str(column.name) for column in self.table().primary_key.columns]
+            return {"columns": {}, "primary_key": key} if key else {"columns": {}}
         found = reflection.table_hints(self.table(), self.settings.reflection_level, self.settings.backend)
         hints: dict[str, Any] = {"columns": found.columns}
         if found.primary_key:
@@ -190,6 +215,14 @@ class _TableRead:
         return hints
 
     def chunks(self, incremental: Incremental[Any] | None) -> Iterator[Any]:
+        if self.settings.backend == "spark":
+            # One lazy DataFrame; the incremental's range is applied to it as a Spark filter,
+            # which the JDBC source pushes down to the database.
+            spark = context.active_pipeline().spark
+            yield jdbc.read_frame(
+                spark, self.engine, self.table(), self.settings.chunk_size, self.settings.backend_kwargs
+            )
+            return
         query = table_query(self.table(), incremental, self.query_adapter_callback, self.engine)
         yield from read_chunks(
             self.engine,
@@ -236,22 +269,29 @@ def _settings(
     detect_precision_hints: bool | None,
     backend_kwargs: dict[str, Any] | None,
     resolve_foreign_keys: bool,
+    query_adapter_callback: Callable[..., Any] | None = None,
 ) -> _Settings:
     """The arguments checked before anything connects, each refusal naming the argument."""
     _require_sqlalchemy()
-    if backend == "spark":
-        raise ValueError(
-            "sql_database backend='spark' (reading through Spark's JDBC source) is not supported yet; "
-            "use backend='pyarrow': chunks are read with SQLAlchemy and staged as Parquet, which "
-            "Spark then loads into Delta"
-        )
     if backend not in BACKENDS:
         raise ValueError(
             f"sql_database backend={backend!r} is not supported by sparkload; use one of "
             f"{', '.join(BACKENDS)} (pyarrow yields Arrow tables, which sparkload stages as Parquet)"
         )
-    if backend_kwargs:
-        raise ValueError(f"sql_database backend_kwargs are not supported (got {sorted(backend_kwargs)})")
+    options: dict[str, str] = {}
+    if backend == "spark":
+        if query_adapter_callback is not None:
+            raise ValueError(
+                "sql_database backend='spark' builds no SQL query, so query_adapter_callback cannot "
+                "apply; leave columns out with table_adapter_callback, or filter the rows with a "
+                "Spark filter (resource.add_map on the DataFrame) or an incremental"
+            )
+        options = jdbc.check_backend_kwargs(backend_kwargs or {})
+    elif backend_kwargs:
+        raise ValueError(
+            f"sql_database backend_kwargs are not supported with backend={backend!r} (got "
+            f"{sorted(backend_kwargs)}); only backend='spark' takes them, as Spark JDBC options"
+        )
     if resolve_foreign_keys:
         raise ValueError("sql_database resolve_foreign_keys=True: sparkload has no table references hint")
     if not isinstance(chunk_size, int) or chunk_size < 1:
@@ -261,7 +301,7 @@ def _settings(
         level = "full_with_precision"  # dlt's older flag for the same
     if level not in REFLECTION_LEVELS:
         raise ValueError(f"sql_database reflection_level must be one of {REFLECTION_LEVELS}, got {level!r}")
-    return _Settings(backend, chunk_size, level)
+    return _Settings(backend, chunk_size, level, options)
 
 
 def _require_sqlalchemy() -> None:
