@@ -87,6 +87,9 @@ JVM_MATRIX = [
     # Classic DataFrames as items, staged by the JVM; files read by Spark's own readers.
     "tests/test_spark_dataframe_items.py",
     "tests/test_filesystem_source.py",
+    # sql_database backend="spark": a JVM session with PostgreSQL's JDBC driver (a child process).
+    "tests/test_sql_database.py::test_backend_spark_reads_postgres_through_jvm_jdbc_incrementally_and_merges",
+    "tests/test_sql_database.py::test_backend_spark_without_a_jdbc_source_or_driver_fails_naming_table_and_fix",
 ]
 # Apache Spark's own Spark Connect server (JVM, with delta-spark): what differs from the
 # classic JVM session is the client and its protocol, not Delta.

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from sparkload.common import context
 from sparkload.config import secrets
 from sparkload.config.accessors import is_sentinel
 from sparkload.extract import mark
@@ -35,7 +36,6 @@ from sparkload.extract.decorators import resource as make_resource
 from sparkload.extract.decorators import source
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
-from sparkload.common import context
 from sparkload.sources.sql_database import jdbc, reflection
 from sparkload.sources.sql_database.column_types import REFLECTION_LEVELS
 from sparkload.sources.sql_database.connection import engine_for

@@ -33,6 +33,15 @@ _URLS = {
         "com.microsoft.sqlserver:mssql-jdbc:<version>",
     ),
 }
+# The driver class of each JDBC URL sparkload makes, given as the ``driver`` option: without
+# it Spark asks java.sql.DriverManager, which does not see jars added to a running session
+# (spark.jars.packages in a session's builder) and answers "No suitable driver".
+_DRIVERS = {
+    "postgresql": "org.postgresql.Driver",
+    "mysql": "com.mysql.cj.jdbc.Driver",
+    "mariadb": "com.mysql.cj.jdbc.Driver",
+    "mssql": "com.microsoft.sqlserver.jdbc.SQLServerDriver",
+}
 # Options sparkload sets itself from the table and the source's arguments.
 _OWN_OPTIONS = frozenset({"dbtable", "query"})
 
@@ -75,8 +84,9 @@ def jdbc_options(
     options = dict(backend_kwargs)
     if "jdbc_url" in options:
         options["url"] = options.pop("jdbc_url")
-    else:
-        options.setdefault("url", jdbc_url(url))
+    elif "url" not in options:
+        options["url"] = jdbc_url(url)
+        options.setdefault("driver", _DRIVERS[url.get_backend_name()])
     preparer = engine.dialect.identifier_preparer
     name = preparer.quote_identifier(str(table.name))
     if table.schema:
@@ -108,7 +118,7 @@ def read_frame(
 def _failure(table: sa.Table, engine: sa.engine.Engine, url: str, exc: BaseException) -> str:
     dialect = engine.url.get_backend_name()
     package = _URLS.get(dialect, ("", "<the driver's Maven coordinate>"))[1]
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = _summary(exc)
     return (
         f"sql_database: table '{table.name}' could not be read with backend='spark' through Spark's "
         f"JDBC source ({url}): {type(exc).__name__}: {first[:500]}. backend='spark' needs a JVM "
@@ -116,3 +126,15 @@ def _failure(table: sa.Table, engine: sa.engine.Engine, url: str, exc: BaseExcep
         f"spark.jars.packages={package} (the embedded Sail engine has no JDBC source); "
         "or use backend='pyarrow'"
     )
+
+
+def _summary(exc: BaseException) -> str:
+    """The engine's error in one line: a JVM error's Java exception, not Py4J's call."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return str(java.toString())
+        except Exception:  # noqa: BLE001 - the gateway may be gone; fall back to the text
+            pass
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
