@@ -123,7 +123,7 @@ def _failure(table: sa.Table, engine: sa.engine.Engine, url: str, exc: BaseExcep
         f"sql_database: table '{table.name}' could not be read with backend='spark' through Spark's "
         f"JDBC source ({url}): {type(exc).__name__}: {first[:500]}. backend='spark' needs a JVM "
         "Spark with the database's JDBC driver on its classpath, e.g. "
-        f"spark.jars.packages={package} (the embedded Sail engine has no JDBC source); "
+        f"spark.jars.packages={package} (the embedded Sail engine has no JDBC source registered); "
         "or use backend='pyarrow'"
     )
 
