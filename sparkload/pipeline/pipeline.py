@@ -23,7 +23,7 @@ from sparkload.common import context
 from sparkload.common import dlt_arguments as dlt_args
 from sparkload.common.dlt_arguments import refuse_dlt_arguments, refuse_dlt_destination
 from sparkload.common.folder import Folder
-from sparkload.common.hints import TimeRangeSpec
+from sparkload.common.hints import LoadHints, TimeRangeSpec
 from sparkload.common.naming import normalize_dataset_name, normalize_table_name
 from sparkload.common.package import (
     EXTRACT_MANIFEST,
@@ -542,10 +542,15 @@ class Pipeline:
         dropped = (
             frozenset(refresh.get("tables") or ()) if refresh.get("mode") != "drop_data" else frozenset()
         )
+        # The column hints each table was last loaded with, which a contract's data_type mode
+        # compares hints with; read once, before the tables normalize side by side, and only
+        # where a contract asks (it reads the committed state).
+        judged = any(_judges_hints(extracted.hints) for extracted in extracted_tables)
+        committed = self._synced_state() if judged else {}
         # Tables normalize independently of each other: side by side, so that the engine
         # calls of many small tables overlap.
         tasks = [
-            functools.partial(self._normalize_table, package, staged, extracted, dropped)
+            functools.partial(self._normalize_table, package, staged, extracted, dropped, committed)
             for extracted in extracted_tables
             if extracted.rows
         ]
@@ -567,10 +572,16 @@ class Pipeline:
         )
 
     def _normalize_table(
-        self, package: LoadPackage, staged: LoadPackage, extracted: ExtractedTable, dropped: frozenset[str]
+        self,
+        package: LoadPackage,
+        staged: LoadPackage,
+        extracted: ExtractedTable,
+        dropped: frozenset[str],
+        committed: Mapping[str, Any],
     ) -> list[NormalizedTable]:
         """One extracted table, with its nested tables; ``dropped`` are the tables the load's
-        refresh drops, which the schema contract judges as not there (as dlt does)."""
+        refresh drops, which the schema contract judges as not there (as dlt does);
+        ``committed`` the committed state (where a contract judges column hints)."""
         name = extracted.name
         replacing = extracted.hints.rebuilds
 
@@ -587,7 +598,7 @@ class Pipeline:
                 name,
                 extracted.hints,
                 contract_schema(name),
-                schema_view.recorded_columns(self._synced_state(), name),
+                schema_view.recorded_columns(committed, name),
             )
             normalizer = TableNormalizer(self.spark, package.load_id, hints, destination_schema)
             tables = normalizer.normalize(
@@ -865,6 +876,12 @@ def _add_empty_replace_tables(
             if name not in tables:
                 hints = load_hints(resource.hints, entry.root_key, entry.max_table_nesting)
                 tables[name] = ExtractedTable(name, resource.name, hints, 0)
+
+
+def _judges_hints(hints: LoadHints) -> bool:
+    """Whether a table's contract judges its column hints (data_type other than evolve)."""
+    contract = hints.schema_contract or {}
+    return bool(hints.columns) and contract.get("data_type", "evolve") != "evolve"
 
 
 def _record_keys(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> None:
