@@ -165,6 +165,16 @@ def test_append_and_replace_with_dataframes(pipeline: sl.Pipeline) -> None:
     assert sorted(r["double_id"] for r in delta_rows(pipeline, "replaced")) == [20, 22]
 
 
+def test_insert_only_with_a_dataframe_adds_new_keys_alone(pipeline: sl.Pipeline) -> None:
+    insert_only = {"disposition": "merge", "strategy": "insert-only"}
+    ddl = "id bigint, v string"
+    for rows in ([{"id": 1, "v": "a"}], [{"id": 1, "v": "A"}, {"id": 2, "v": "b"}]):
+        pipeline.run(
+            frame(pipeline, rows, ddl), table_name="io", write_disposition=insert_only, primary_key="id"
+        )
+    assert [(r["id"], r["v"]) for r in delta_rows(pipeline, "io", order_by="id")] == [(1, "a"), (2, "b")]
+
+
 def test_merge_upsert_with_a_dataframe_updates_and_inserts(pipeline: sl.Pipeline) -> None:
     upsert = {"disposition": "merge", "strategy": "upsert"}
     ddl = "id bigint, v string"
