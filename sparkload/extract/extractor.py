@@ -31,7 +31,7 @@ from sparkload.extract.hints import TableHints, nested_column_hints
 from sparkload.extract.items import is_arrow, is_pandas, is_spark_dataframe, iterate_any, to_arrow
 from sparkload.extract.mark import MarkedItem
 from sparkload.extract.resource import Resource
-from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, explain_failure
+from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, dumps_rows, explain_failure
 from sparkload.extract.spark_frames import check_session, staged_columns
 from sparkload.extract.storage import ImportedFileError, TableFiles
 
@@ -40,7 +40,9 @@ from sparkload.extract.storage import ImportedFileError, TableFiles
 SCALAR_ITEMS = (str, int, float, decimal.Decimal, datetime.date, datetime.time, uuid.UUID, bytes, list, tuple)
 SCALAR_COLUMN = "value"
 
-_END = object()
+# Rows serialized by one orjson call on the hot path: large enough that the per-call cost
+# vanishes, small enough that a batch's lines sit in memory for a moment only.
+_BATCH = 10_000
 # Threads for parallelized resources (dlt's default number of extract workers).
 _PARALLEL_WORKERS = 5
 
@@ -343,53 +345,61 @@ class Extractor:
     def _write_leading_dicts(
         self, entry: ExtractJob, table: str, items: Iterator[Any], position: int
     ) -> tuple[Iterator[Any], int]:
-        """The hot path: a run of plain dicts for one table, serialized in a tight loop.
+        """The hot path: a run of plain dicts for one table, serialized a batch at a time.
 
         Returns the rest of ``items`` (from the first non-dict on) and its position.
         """
+        files = self._files_for(table, entry)
+        while True:
+            # Taken by islice in C: no Python loop per item.
+            batch = list(itertools.islice(items, _BATCH))
+            rest: list[Any] = []
+            if len(set(map(type, batch))) > 1 or (batch and type(batch[0]) is not dict):
+                first_other = next(i for i, item in enumerate(batch) if type(item) is not dict)
+                batch, rest = batch[:first_other], batch[first_other:]
+            lines = dumps_rows(batch)
+            if lines is None:
+                files.write_lines(self._dump_each(entry, batch, position))
+            else:
+                files.write_block(lines, len(batch))
+            position += len(batch)
+            self._check_not_cancelled()
+            if self._on_rows is not None and batch:
+                self._count += len(batch)
+                self._on_rows(self._count)
+            if rest:
+                return itertools.chain(rest, items), position
+            if len(batch) < _BATCH:
+                return iter(()), position
+
+    def _dump_each(self, entry: ExtractJob, rows: list[dict[str, Any]], position: int) -> list[bytes]:
+        """The lines of ``rows`` one by one, for a batch ``dumps_rows`` passed on: the rows
+        that need a closer look get it, and a value that cannot be written is named."""
         serializer = batch_serializer()
         # Locals, not attribute lookups, in the loop below: it runs once per row.
         dumps, default, options = serializer.dumps, serializer.default, serializer.options
         find, count, tag_count = serializer.find, serializer.count, serializer.tag_count
         backslash, null, nul_string = serializer.backslash, serializer.null, serializer.nul_string
         holds_special_float, dumps_escaped = serializer.holds_special_float, serializer.dumps_escaped
-        files = self._files_for(table, entry)
-        batch: list[bytes] = []
-        append = batch.append
-        item: Any = _END
-        try:
-            for item in items:
-                if type(item) is not dict:
-                    break
-                before = tag_count[0]
-                try:
-                    line = dumps(item, default=default, option=options)
-                    # orjson writes NaN and infinities as null: only then look at the floats.
-                    nulls = count(line, null)
-                    if nulls and holds_special_float(item, nulls):
-                        line = dumps_escaped(item)
-                    elif find(line, backslash) != -1 and find(line, nul_string) != -1:
-                        line = check_tags(item, line, before)
-                except orjson.JSONEncodeError:
-                    line = self._dumps_slow(entry.resource.name, position, item)
-                except TypeError as exc:
-                    raise explain_failure(entry.resource.name, position, item, exc) from None
-                append(line)
-                position += 1
-                if len(batch) == 10000:
-                    files.write_lines(batch)
-                    batch.clear()
-                    self._check_not_cancelled()
-                    if self._on_rows is not None:
-                        self._count += 10000
-                        self._on_rows(self._count)
-            else:
-                item = _END
-        finally:
-            files.write_lines(batch)
-        if item is _END:
-            return iter(()), position
-        return itertools.chain((item,), items), position
+        lines: list[bytes] = []
+        append = lines.append
+        for item in rows:
+            before = tag_count[0]
+            try:
+                line = dumps(item, default=default, option=options)
+                # orjson writes NaN and infinities as null: only then look at the floats.
+                nulls = count(line, null)
+                if nulls and holds_special_float(item, nulls):
+                    line = dumps_escaped(item)
+                elif find(line, backslash) != -1 and find(line, nul_string) != -1:
+                    line = check_tags(item, line, before)
+            except orjson.JSONEncodeError:
+                line = self._dumps_slow(entry.resource.name, position, item)
+            except TypeError as exc:
+                raise explain_failure(entry.resource.name, position, item, exc) from None
+            append(line)
+            position += 1
+        return lines
 
     def _write_other(self, entry: ExtractJob, static_table: str | None, position: int, item: Any) -> None:
         row = _as_row(entry.resource.name, position, item)

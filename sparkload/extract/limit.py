@@ -49,19 +49,33 @@ class LimitRun:
 
     def split(self, pages: Iterator[Any]) -> Iterator[Any]:
         """The items of each page (a list, a list subclass such as a REST page, or a tuple, is
-        a page of items); the generator is not resumed once the limit is reached."""
-        if self.limit.max_items == 0:
-            return  # dlt: a limit of 0 lets nothing through
-        for page in pages:
-            self.page += 1
-            if _is_page(page):
-                if not page and not self.limit.count_rows:
-                    self._count(1)  # dlt counts an empty page as a yield
-                yield from page
-            else:
-                yield page
-            if self.stop:
+        a page of items); the generator is not resumed once the limit is reached, and is
+        closed when the split ends (exhausted, stopped or closed itself)."""
+        try:
+            if self.limit.max_items == 0:
+                return  # dlt: a limit of 0 lets nothing through
+            if self.limit.unlimited:
+                # The common case, once per item: no page numbering, nothing to stop at.
+                for page in pages:
+                    if type(page) is dict:
+                        yield page
+                    elif _is_page(page):
+                        yield from page
+                    else:
+                        yield page
                 return
+            for page in pages:
+                self.page += 1
+                if _is_page(page):
+                    if not page and not self.limit.count_rows:
+                        self._count(1)  # dlt counts an empty page as a yield
+                    yield from page
+                else:
+                    yield page
+                if self.stop:
+                    return
+        finally:
+            _close(pages)
 
     def counted(self, items: Iterator[Any]) -> Iterator[Any]:
         """The items that reach the end of the pipe, counted; sets ``stop`` at the limit."""
@@ -99,9 +113,13 @@ def limit_pages(pages: Iterator[Any], limit: PageLimit) -> Iterator[Any]:
             if run.stop:
                 return
     finally:
-        close = getattr(pages, "close", None)
-        if close is not None:
-            close()
+        _close(pages)
+
+
+def _close(iterator: Any) -> None:
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        close()
 
 
 def _is_page(item: Any) -> bool:

@@ -523,11 +523,9 @@ class _DeferredRoute:
 
 def _split(pages: Iterator[Any], run: LimitRun | None = None) -> Iterator[Any]:
     """The items of the yielded pages (a list is a page of items, and so is a list subclass
-    such as a REST client's page, as in dlt), up to ``run``'s limit."""
-    try:
-        yield from (run or PageLimit().start()).split(pages)
-    finally:
-        _close(pages)
+    such as a REST client's page, as in dlt), up to ``run``'s limit. The split closes
+    ``pages`` when it ends; it is returned as it is, one generator less per item."""
+    return (run or PageLimit().start()).split(pages)
 
 
 def _filtered(items: Iterator[Any], incrementals: list[Incremental[Any]], upstream: Any) -> Iterator[Any]:

@@ -112,6 +112,41 @@ def dumps_row(item: dict[str, Any]) -> bytes:
     return line
 
 
+# A list dumped whole: its rows are joined by this, which ends one row and starts the next.
+_ROW_JOIN = b"},{"
+_LIST_OPTIONS = _OPTIONS & ~orjson.OPT_APPEND_NEWLINE
+
+
+def dumps_rows(rows: list[dict[str, Any]]) -> bytes | None:
+    """The NDJSON lines of ``rows`` (plain dicts) from one orjson call, or None when a row
+    needs ``dumps_row``'s closer look; the lines are byte for byte dumps_row's.
+
+    One call for many rows spares the per-row call and checks, most of what serializing a
+    small row costs. The list's JSON is cut into lines where one row ends and the next
+    begins (``},{``): that is safe only when the text holds no other ``},{`` (inside a
+    string, or between dicts nested in a list), so the cut is made only when it occurs
+    exactly once per boundary. None also when a value needs the per-row path: an int beyond
+    53 bits or a value orjson refuses (an error there names the row), a NaN or an infinity
+    (more nulls than the rows' top-level Nones), a real string that begins with NUL (more
+    escaped NULs than tags written).
+    """
+    if not rows:
+        return b""
+    before = _per_thread.tags[0]
+    try:
+        text = orjson.dumps(rows, default=_default, option=_LIST_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return None
+    if text.count(_ROW_JOIN) != len(rows) - 1:
+        return None
+    nulls = text.count(_NULL)
+    if nulls and nulls != sum(operator.countOf(map(type, row.values()), _NONE_TYPE) for row in rows):
+        return None
+    if text.find(_BACKSLASH) != -1 and text.count(_NUL_STRING) > _per_thread.tags[0] - before:
+        return None
+    return text[1:-1].replace(_ROW_JOIN, b"}\n{") + b"\n"
+
+
 def dumps_escaped(item: dict[str, Any]) -> bytes:
     """The slow path for a row holding an integer beyond ±2**53, a NaN or an infinity, or
     a string that begins with NUL: each such value is tagged (see escape_tagged_strings)."""

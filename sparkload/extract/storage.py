@@ -60,9 +60,13 @@ class TableFiles:
 
     def write_lines(self, lines: list[bytes]) -> None:
         """Many lines at once: the extract hot loop batches rows to keep per-row work small."""
+        self.write_block(b"".join(lines), len(lines))
+
+    def write_block(self, lines: bytes, rows: int) -> None:
+        """``rows`` lines joined already (each ends with a newline)."""
         with self._lock:
-            self._buffer += b"".join(lines)
-            self.rows += len(lines)
+            self._buffer += lines
+            self.rows += rows
             if len(self._buffer) >= _FLUSH_BYTES:
                 self._flush()
 
