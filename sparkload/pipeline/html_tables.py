@@ -121,9 +121,7 @@ def _load_details(info: LoadInfo) -> list[str]:
     ]
     if by_reason:
         parts.append(
-            table(
-                ("table", "reason", "outcome", "rows"), by_reason, "Rows dropped or warned of by expectations"
-            )
+            table(("table", "reason", "outcome", "rows"), by_reason, "Rows dropped or loaded with a warning")
         )
     if info.notes:
         parts.append(table(None, ([note] for note in info.notes), "Notes"))
