@@ -6,6 +6,7 @@ the Delta table it wrote is read back with delta-rs."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,12 @@ KERNEL = "sparkload-test"
 
 
 @pytest.fixture
-def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KernelManager:
+def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KernelManager]:
     """A kernel of this Python (``sys.executable``), from a kernelspec written into a temporary
     prefix: whatever kernels the machine has installed (or none) play no part, and Jupyter's
-    and IPython's own files (connection files, history, profiles) go to the tmp dir too."""
+    and IPython's own files (connection files, history, profiles) go to the tmp dir too.
+    Shut down after the test: nbclient leaves a kernel manager it was given running, and the
+    kernel holds an engine of its own."""
     for variable, folder in (
         ("JUPYTER_RUNTIME_DIR", "runtime"),
         ("JUPYTER_DATA_DIR", "data"),
@@ -39,7 +42,10 @@ def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KernelManager:
     ipykernel.kernelspec.install(kernel_name=KERNEL, prefix=str(prefix))
     specs = KernelSpecManager(kernel_dirs=[str(prefix / "share" / "jupyter" / "kernels")])
     assert specs.get_kernel_spec(KERNEL).argv[0] == sys.executable
-    return KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
+    manager = KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
+    yield manager
+    if manager.has_kernel:
+        manager.shutdown_kernel(now=True)
 
 
 def test_the_stored_notebook_has_no_outputs() -> None:
