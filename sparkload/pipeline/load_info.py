@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sparkload.common.expectations import name_of_reason
+from sparkload.pipeline import html_tables
 
 # What became of rows a rule counted (``NormalizedTable.dropped`` and ``.warned``).
 DROPPED = "dropped"
@@ -104,6 +105,9 @@ class LoadInfo:
 
     def asdict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def _repr_html_(self) -> str:
+        return html_tables.load_info_html(self)
 
     def __str__(self) -> str:
         if self.load_id is None:

@@ -27,7 +27,7 @@ from sparkload.extract.extractor import ExtractJob, every_entry, load_hints, nor
 from sparkload.load import destructive
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.types import data_type_of_spark, spark_type
-from sparkload.pipeline import schedule
+from sparkload.pipeline import html_tables, schedule
 from sparkload.pipeline import state as state_store
 
 if TYPE_CHECKING:
@@ -109,6 +109,9 @@ class Plan:
         if self.extracted:
             return pipeline.load()
         return pipeline.run(**self._run, execution_time=self.execution_time)
+
+    def _repr_html_(self) -> str:
+        return html_tables.plan_html(self)
 
     def __str__(self) -> str:
         lines = [f"Plan for pipeline `{self.pipeline_name}` against {self.dataset_uri}:"]

@@ -34,3 +34,8 @@ class PipelineTrace:
     def __str__(self) -> str:
         steps = ", ".join(f"{t.step} {t.seconds:.2f}s" for t in self.timings)
         return f"Run of {self.pipeline_name}: {steps}"
+
+    def _repr_html_(self) -> str:
+        from sparkload.pipeline.html_tables import trace_html
+
+        return trace_html(self)
