@@ -105,6 +105,16 @@ class LoadInfo:
     def asdict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def to_dict(self) -> dict[str, Any]:
+        return self.asdict()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LoadInfo:
+        """The info ``to_dict`` gave, as a saved trace holds it."""
+        values = dict(data)
+        values["timings"] = [StepTiming(**timing) for timing in data.get("timings", [])]
+        return cls(**values)
+
     def __str__(self) -> str:
         if self.load_id is None:
             return f"Pipeline {self.pipeline_name}: nothing to load into {self.dataset_uri}"
