@@ -90,6 +90,9 @@ from sparkload.pipeline.trace_file import read_trace, save_trace
 logger = logging.getLogger(__name__)
 
 _PARQUET = ".parquet"
+# The order in which extract(), normalize() and load() called one by one add up to one
+# trace; "run" comes first because a run always starts a trace of its own.
+_STEP_ORDER = ("run", "extract", "normalize", "load")
 # Tables normalized at once (each is a few engine calls; see common/side_by_side.py).
 _CONCURRENT_TABLES = 4
 
@@ -846,18 +849,24 @@ class Pipeline:
     def _trace(self) -> PipelineTrace:
         """The trace the running method adds its steps to."""
         if self._running_trace is None:
-            # Only traced methods run steps; a new one added elsewhere gets a trace anyway.
-            self._running_trace = PipelineTrace(self.pipeline_name)
+            # Only traced (and planning) methods run steps; one called from elsewhere is
+            # recorded nowhere rather than taken for a running method's.
+            return PipelineTrace(self.pipeline_name)
         return self._running_trace
 
     def _next_trace(self, call: str) -> PipelineTrace:
         """The trace a traced method starts: a new one, but extract, normalize and load called
-        one after another add up to one, as in dlt, while each succeeds."""
+        in that order add up to one trace, as in dlt, as long as each succeeds."""
         previous = self._last_trace
-        if call == "run" or previous is None or "run" in previous.calls or previous.error is not None:
-            previous = PipelineTrace(self.pipeline_name)
-        previous.start(call)
-        return previous
+        continues = (
+            previous is not None
+            and previous.error is None
+            and previous.calls[-1:] in (["extract"], ["normalize"])
+            and _STEP_ORDER.index(call) > _STEP_ORDER.index(previous.calls[-1])
+        )
+        trace = previous if continues and previous is not None else PipelineTrace(self.pipeline_name)
+        trace.start(call)
+        return trace
 
     def _save_trace(self, trace: PipelineTrace) -> None:
         try:
