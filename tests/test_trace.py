@@ -252,6 +252,35 @@ def test_a_refused_load_leaves_the_steps_before_it_ok_and_the_load_failed(make_p
     assert [t.step for t in pipeline.last_trace.timings] == ["extract", "normalize"]
 
 
+def test_a_secret_passed_as_an_argument_is_redacted_too(make_pipeline: Any) -> None:
+    given = "passed-8c1d-77e0-key"
+    pipeline = make_pipeline(NAME)
+    with pytest.raises(sl.PipelineStepFailed):
+        pipeline.run(refused_orders(api_key=given))
+
+    text = (pipeline.working_dir / TRACE_FILE).read_text()
+    assert given not in text
+    assert "the shop refused the key *** on page 2" in json.loads(text)["error"]["message"]
+
+
+def test_an_interrupted_step_is_recorded_as_failed(make_pipeline: Any) -> None:
+    @sl.resource(table_name="orders")
+    def interrupted() -> Any:
+        yield ORDERS[0]
+        raise KeyboardInterrupt
+
+    pipeline = make_pipeline(NAME)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.run(interrupted())
+
+    trace = saved(pipeline)
+    [step] = trace["steps"]
+    assert (step["step"], step["status"]) == ("extract", "failed")
+    assert trace["status"] == "failed"
+    assert (trace["error"]["type"], trace["error"]["step"]) == ("KeyboardInterrupt", "extract")
+    assert trace["error"]["load_id"] == step["load_id"]
+
+
 # -- read back by a new process --------------------------------------------------------------
 
 

@@ -142,6 +142,10 @@ class PipelineTrace:
         self.finished_at = utc_now()
         if error is not None:
             self.error = TraceError.of(error)
+            failed = [step for step in self.steps if step.status == FAILED]
+            if self.error.step is None and failed:
+                # Not wrapped by its step (an interrupt): the step it stopped is where.
+                self.error.step, self.error.load_id = failed[-1].step, failed[-1].load_id
         self.config = [name.to_dict() for name in resolved_names()]
 
     def to_dict(self) -> dict[str, Any]:
