@@ -23,6 +23,8 @@ import pytest
 
 import sparkload as sl
 from sparkload.config.resolved import record_secret, redact_text
+from sparkload.pipeline.step import pipeline_step
+from sparkload.pipeline.trace import PipelineTrace
 from sparkload.pipeline.trace_file import TRACE_FILE
 
 NAME = "traced_pipeline"
@@ -441,6 +443,27 @@ def test_a_killed_run_leaves_a_trace_that_says_it_did_not_finish(
     assert "finished: - (the run did not finish)" in out
     trace = saved(make_pipeline(NAME))
     assert (trace["status"], trace["finished_at"], trace["steps"]) == ("running", None, [])
+
+
+# -- the step records -------------------------------------------------------------------------
+
+
+def test_a_step_records_its_status_and_one_not_timed_only_its_failure() -> None:
+    trace = PipelineTrace("p")
+    with pipeline_step("extract", None, trace=trace, timed=False):
+        pass  # the checks before the first package: part of the extract that follows
+    with pipeline_step("extract", "1.0", trace=trace) as step:
+        step.tables = {"orders": {"rows": 2}}
+    with pytest.raises(sl.PipelineStepFailed), pipeline_step("load", None, trace=trace, timed=False):
+        raise ValueError("refused")
+
+    assert [(s.step, s.load_id, s.status, s.tables) for s in trace.steps] == [
+        ("extract", "1.0", "ok", {"orders": {"rows": 2}}),
+        ("load", None, "failed", {}),
+    ]
+    assert all(s.finished_at is not None and s.started_at <= s.finished_at for s in trace.steps)
+    assert [t.step for t in trace.timings] == ["extract"]
+    assert PipelineTrace.from_dict(trace.to_dict()) == trace
 
 
 # -- redaction -------------------------------------------------------------------------------

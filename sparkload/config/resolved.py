@@ -49,21 +49,27 @@ _pattern: re.Pattern[str] | None = None  # built from _secrets on first use afte
 def record_resolved(path: tuple[str, ...], provider: str, name: str, *, secret: bool, value: Any) -> None:
     """Note that ``name`` was found in ``provider``; a secret's value is only remembered
     for redaction."""
-    global _pattern
     with _guard:
         _names[(provider, name)] = ResolvedName(
             ".".join(path), provider, name, secret, None if secret else _shown(value)
         )
         if secret:
-            _secrets.update(_secret_texts(value))
-            _pattern = None
+            _add_secret(value)
 
 
 def record_secret(value: Any) -> None:
     """Remember a secret passed to a function directly (not resolved), for redaction."""
-    global _pattern
     with _guard:
-        _secrets.update(_secret_texts(value))
+        _add_secret(value)
+
+
+def _add_secret(value: Any) -> None:
+    # Called under _guard. The pattern is rebuilt only when a text is new: a transformer's
+    # secret is resolved again for every item.
+    global _pattern
+    new = set(_secret_texts(value)) - _secrets
+    if new:
+        _secrets.update(new)
         _pattern = None
 
 
@@ -119,7 +125,7 @@ def _secret_texts(value: Any) -> Iterator[str]:
             yield from _secret_texts(item)
     elif isinstance(value, (str, int, float)):
         text = str.__str__(value) if isinstance(value, str) else str(value)
-        if text:
+        if text.strip():  # blanks would match between any two words
             yield text
             escaped = repr(text)[1:-1]
             if escaped != text:
