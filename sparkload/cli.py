@@ -1,4 +1,4 @@
-"""The ``sparkload`` command line: ``sparkload pipeline <name> info|drop``.
+"""The ``sparkload`` command line: ``sparkload pipeline <name> info|drop|trace``.
 
 It parses arguments and prints; attaching, planning and dropping are the library's
 (``sparkload.pipeline.attach``, ``sparkload.pipeline.drop``).
@@ -18,6 +18,7 @@ from sparkload.pipeline.attach import attach
 from sparkload.pipeline.drop import DropPlan, plan_drop
 from sparkload.pipeline.pipeline import Pipeline
 from sparkload.pipeline.resource_tables import known_resources, tables_by_resource
+from sparkload.pipeline.trace_file import TRACE_FILE, trace_json
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,6 +72,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     drop.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     drop.set_defaults(handler=_drop)
+
+    trace = actions.add_parser(
+        "trace",
+        parents=[where],
+        help="print the trace of the pipeline's last run, saved in its working directory",
+    )
+    trace.add_argument("--json", action="store_true", help="print the trace as JSON, as it is saved")
+    trace.set_defaults(handler=_trace)
     return parser
 
 
@@ -111,6 +120,19 @@ def _drop(args: argparse.Namespace) -> int:
         print(f"state version {result.state['_state_version']} committed")
     else:
         print("the state did not change")
+    return 0
+
+
+def _trace(args: argparse.Namespace) -> int:
+    pipeline = _attach(args)
+    trace = pipeline.last_trace
+    if trace is None:
+        print(
+            f"error: pipeline '{pipeline.pipeline_name}' has no trace in {pipeline.working_dir / TRACE_FILE}",
+            file=sys.stderr,
+        )
+        return 1
+    print(trace_json(trace).decode() if args.json else trace.describe())
     return 0
 
 

@@ -10,6 +10,7 @@ import datetime
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from html_reading import HtmlPage, read_html
 
 import sparkload as sl
@@ -162,7 +163,27 @@ def test_trace_lists_the_steps_with_seconds_and_the_last_load(pipeline: sl.Pipel
     steps = page.table("Steps")
     assert steps.column("step") == [t.step for t in trace.timings] == ["extract", "normalize", "load"]
     assert steps.column("seconds") == [f"{t.seconds:.2f}" for t in trace.timings]
+    assert steps.column("status") == ["ok", "ok", "ok"]
+    assert summary["status"] == "ok"
     assert page.table("Tables").rows[1] == ["items", "2", "append", "0"]
+
+
+def test_trace_of_a_failed_run_shows_the_failed_step_and_its_error(pipeline: sl.Pipeline) -> None:
+    @sl.resource(name="broken")
+    def broken() -> Any:
+        yield {"id": 1}
+        raise ValueError("the <api> & its page 2 failed")
+
+    with pytest.raises(sl.exceptions.PipelineStepFailed):
+        pipeline.run(broken())
+    trace = pipeline.last_trace
+    assert trace is not None
+
+    page = _page(trace._repr_html_())
+    assert page.tables[0].named()["status"] == "failed"
+    assert page.table("Steps").column("status") == ["failed"]
+    (error,) = page.table("Error in step extract").rows
+    assert "ValueError: " in error[0] and "the <api> & its page 2 failed" in error[0]
 
 
 def test_str_of_a_load_info_stays_short_text(pipeline: sl.Pipeline) -> None:

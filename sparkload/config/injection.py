@@ -12,6 +12,7 @@ from typing import Any
 from sparkload.config.accessors import is_sentinel, secrets
 from sparkload.config.providers import MISSING, ConfigProvider, load_providers
 from sparkload.config.resolve import Lookup, lookup_keys, missing_error, resolve
+from sparkload.config.resolved import record_secret
 from sparkload.config.secret import TSecretValue, unwrap_secret
 
 
@@ -70,6 +71,8 @@ def bind_config(
             secret_names.add(name)
         required = is_sentinel(value)
         if not required and (name in passed or param.kind in _VARIADIC):
+            if secret:
+                record_secret(value)  # a trace replaces it as it does a resolved secret
             if secret and type(value) is str:
                 bound.arguments[name] = TSecretValue(value)  # keep it out of reprs too
             continue
@@ -91,6 +94,7 @@ def bind_config(
         elif required:
             missing.append(lookup)
         elif secret and type(value) is str:
+            record_secret(value)
             bound.arguments[name] = TSecretValue(value)
     if missing:
         function = getattr(func, "__qualname__", None) or repr(func)

@@ -16,6 +16,7 @@ from typing import Any
 
 from sparkload.config.coercion import coerce
 from sparkload.config.providers import MISSING, ConfigProvider, load_providers
+from sparkload.config.resolved import record_resolved
 from sparkload.config.secret import wrap_secret
 from sparkload.exceptions import ConfigFieldMissingError, ConfigValueError
 
@@ -89,6 +90,8 @@ def resolve(lookup: Lookup, providers: Sequence[ConfigProvider] | None = None) -
                 )
             secret = lookup.secret or provider.marks_secret
             value = coerce(value, lookup.annotation, key=key, secret=secret)
+            # for the pipeline's trace: the name, and the secret to keep out of its text
+            record_resolved(path, provider.name, key, secret=secret, value=value)
             return wrap_secret(value) if secret else value
     return MISSING
 

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 # these follow them, so a new key shows without a change here.
 _LOAD_COLUMNS = ("table", "rows", "disposition", "version", "load_id")
 _LOAD_HEADERS = {"version": "Delta version", "load_id": "load id"}
-# The attributes of a trace's step entries shown as columns, in order.
-_STEP_COLUMNS = ("step", "seconds")
+# The attributes of a trace's steps (TraceStep) shown as columns, in order.
+_STEP_COLUMNS = ("step", "load_id", "status", "seconds")
 # Plan tables in the order the plan's text lists them.
 _STATUS_ORDER = {"added": 0, "changed": 1, "unchanged": 2}
 # One style for the whole output, scoped to it: notebooks right-align table cells by default.
@@ -197,19 +197,29 @@ def _interval_row(interval: IntervalPlan) -> tuple[Any, ...]:
 
 # -- PipelineTrace -----------------------------------------------------------------------------
 def trace_html(trace: PipelineTrace) -> str:
-    """The run's steps with their seconds, then what the last load loaded."""
-    summary: list[tuple[str, Any]] = [("pipeline", trace.pipeline_name)]
+    """The run's status and time, its steps with their status and seconds, the error that
+    ended it, then what the last load loaded."""
+    summary: list[tuple[str, Any]] = [
+        ("pipeline", trace.pipeline_name),
+        ("status", trace.status),
+        ("started", trace.started_at),
+        ("seconds", trace.seconds),
+    ]
     if trace.last_load_info is not None:
         summary += _load_summary(trace.last_load_info)
     parts = [fields(summary)]
-    if trace.timings:
+    if trace.steps:
         parts.append(
             table(
-                _STEP_COLUMNS,
-                ([getattr(step, column, None) for column in _STEP_COLUMNS] for step in trace.timings),
+                [_LOAD_HEADERS.get(c, c) for c in _STEP_COLUMNS],
+                ([getattr(step, column, None) for column in _STEP_COLUMNS] for step in trace.steps),
                 "Steps",
             )
         )
+    if trace.error is not None:
+        error = trace.error
+        where = f"Error in step {error.step}" if error.step else "Error"
+        parts.append(table(None, [[f"{error.type}: {error.message}"]], where))
     if trace.last_load_info is not None:
         parts += _load_details(trace.last_load_info)
     return _block(parts)

@@ -106,6 +106,16 @@ class LoadInfo:
     def asdict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def to_dict(self) -> dict[str, Any]:
+        return self.asdict()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LoadInfo:
+        """The info ``to_dict`` gave, as a saved trace holds it."""
+        values = dict(data)
+        values["timings"] = [StepTiming(**timing) for timing in data.get("timings", [])]
+        return cls(**values)
+
     def _repr_html_(self) -> str:
         return html_tables.load_info_html(self)
 

@@ -85,10 +85,14 @@ from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import Progress
 from sparkload.pipeline.step import pipeline_step
 from sparkload.pipeline.trace import PipelineTrace
+from sparkload.pipeline.trace_file import read_trace, save_trace
 
 logger = logging.getLogger(__name__)
 
 _PARQUET = ".parquet"
+# The order in which extract(), normalize() and load() called one by one add up to one
+# trace; "run" comes first because a run always starts a trace of its own.
+_STEP_ORDER = ("run", "extract", "normalize", "load")
 # Tables normalized at once (each is a few engine calls; see common/side_by_side.py).
 _CONCURRENT_TABLES = 4
 
@@ -115,6 +119,53 @@ def _locked(method: _Method) -> _Method:
             return method(self, *args, **kwargs)
 
     return cast(_Method, locked)
+
+
+def _traced(call: str) -> Callable[[_Method], _Method]:
+    """Record ``method`` (``call``: run, extract, normalize or load) in a trace, saved in the
+    working directory when it starts and when it ends, by returning or by an exception.
+    Called from another traced method (run calls load), it adds to that one's trace."""
+
+    def decorate(method: _Method) -> _Method:
+        @functools.wraps(method)
+        def traced(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+            if self._running_trace is not None:
+                return method(self, *args, **kwargs)
+            trace = self._next_trace(call)
+            self._running_trace = self._last_trace = trace
+            self._save_trace(trace)
+            try:
+                result = method(self, *args, **kwargs)
+            except BaseException as exc:
+                trace.finish(exc)
+                raise
+            else:
+                trace.finish()
+                return result
+            finally:
+                self._running_trace = None
+                self._save_trace(trace)
+
+        return cast(_Method, traced)
+
+    return decorate
+
+
+def _untraced(method: _Method) -> _Method:
+    """Run ``method`` (a plan) without a trace of its own: the steps it runs are not a run,
+    and the trace of the last run stays the last trace."""
+
+    @functools.wraps(method)
+    def untraced(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+        if self._running_trace is not None:
+            return method(self, *args, **kwargs)
+        self._running_trace = PipelineTrace(self.pipeline_name)
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._running_trace = None
+
+    return cast(_Method, untraced)
 
 
 @dataclasses.dataclass
@@ -170,7 +221,9 @@ class Pipeline:
         self._state: dict[str, Any] | None = None
         # Whether _state was compared with the destination's since it was last read.
         self._state_synced = False
-        self.last_trace: PipelineTrace | None = None
+        # The trace this object last made, and the one its running method adds to.
+        self._last_trace: PipelineTrace | None = None
+        self._running_trace: PipelineTrace | None = None
         # dlt's schema folders; one schema per pipeline, named after it.
         self._schema_files = schema_view.SchemaFiles(
             self.pipeline_name, import_schema_path, export_schema_path
@@ -305,6 +358,7 @@ class Pipeline:
 
     # -- the steps ----------------------------------------------------------------------------
     @_locked
+    @_traced("run")
     def run(
         self,
         data: Any = None,
@@ -331,10 +385,9 @@ class Pipeline:
         ``pipeline/drop.py``).
         """
         refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.RUN)
-        with pipeline_step("extract", None):
+        with pipeline_step("extract", None, trace=self._trace(), timed=False):
             if (start is not None or end is not None) and not restate:
                 raise ResourceError("start= and end= go with restate=")
-        self.last_trace = PipelineTrace(self.pipeline_name)
         self._discard_planned()
         if self.has_pending_data:
             self.normalize()
@@ -358,10 +411,11 @@ class Pipeline:
             self.normalize()
             info = info.followed_by(self.load())
         info.notes[:0] = scheduled.notes
-        self.last_trace.last_load_info = info
+        self._trace().last_load_info = info
         return info
 
     @_locked
+    @_untraced
     def plan(
         self,
         data: Any,
@@ -402,6 +456,7 @@ class Pipeline:
         return make_plan(self, scheduled, run_args, clock, normalized, extracted)
 
     @_locked
+    @_traced("extract")
     def extract(
         self,
         data: Any,
@@ -437,7 +492,7 @@ class Pipeline:
         the first package's resources and base state are those after its drop."""
         mode = refresh_mode(refresh) or self.refresh
         clock = args.clock
-        with pipeline_step("extract", None):
+        with pipeline_step("extract", None, trace=self._trace(), timed=False):
             jobs = extract_jobs(data, self.pipeline_name, args.table_name, args.hints)
             schedule.refuse_time_ranges_without_intervals(jobs)
             schedule.refuse_bad_hint_combinations(jobs)
@@ -471,7 +526,9 @@ class Pipeline:
         trace = self._trace()
         load_id = _new_load_id()
         package = LoadPackage(self._extracted, load_id)
-        with pipeline_step("extract", load_id, trace=trace, progress=self.progress, cleanup=package.delete):
+        with pipeline_step(
+            "extract", load_id, trace=trace, progress=self.progress, cleanup=package.delete
+        ) as step:
             # A refresh's package starts from the state without what it drops.
             base = refresh.state if refresh is not None else self._extract_base()
             working_state = copy.deepcopy(base)
@@ -488,6 +545,7 @@ class Pipeline:
             except BaseException:
                 inference.cancel()
                 raise
+            step.tables = {name: {"rows": table.rows} for name, table in tables.items()}
             for name, schema in inference.results().items():
                 tables[name].json_schema = schema
             self._schema_files.apply_import(tables)
@@ -514,6 +572,7 @@ class Pipeline:
         return load_id
 
     @_locked
+    @_traced("normalize")
     def normalize(self) -> list[str]:
         """Normalize every extracted package into a package beside the dataset; returns
         their load ids."""
@@ -526,14 +585,15 @@ class Pipeline:
             staged = LoadPackage(self._staged, package.load_id)
             if not staged.is_normalized():
                 staged.delete()  # what a normalize cut short left behind
-                with pipeline_step("normalize", package.load_id, trace=trace, cleanup=staged.delete):
-                    self._normalize_package(package, staged)
+                with pipeline_step("normalize", package.load_id, trace=trace, cleanup=staged.delete) as step:
+                    step.tables = _normalized_counts(self._normalize_package(package, staged))
             # The staged package now carries everything the load needs.
             package.delete()
             done.append(package.load_id)
         return done
 
-    def _normalize_package(self, package: LoadPackage, staged: LoadPackage) -> None:
+    def _normalize_package(self, package: LoadPackage, staged: LoadPackage) -> dict[str, Any]:
+        """Normalize ``package`` into ``staged``; returns the manifest written there."""
         manifest = package.read(EXTRACT_MANIFEST)
         extracted_tables = [ExtractedTable.from_dict(data) for data in manifest["tables"]]
         hints = {extracted.name: extracted.hints.to_dict() for extracted in extracted_tables}
@@ -557,19 +617,18 @@ class Pipeline:
         normalized = run_side_by_side(tasks, _CONCURRENT_TABLES, "normalize")
         families = [table for family in normalized for table in family]
         tables = [table.to_dict() for table in families]
-        staged.write(
-            NORMALIZE_MANIFEST,
-            {
-                "load_id": package.load_id,
-                "execution_time": manifest["execution_time"],
-                "tables": tables,
-                "hints": hints,
-                "state": manifest["state"],
-                "base_version": manifest["base_version"],
-                "refresh": manifest.get("refresh"),
-                "files": _normalized_files(staged, [table.rows_folder for table in families if table.rows]),
-            },
-        )
+        normalized_manifest = {
+            "load_id": package.load_id,
+            "execution_time": manifest["execution_time"],
+            "tables": tables,
+            "hints": hints,
+            "state": manifest["state"],
+            "base_version": manifest["base_version"],
+            "refresh": manifest.get("refresh"),
+            "files": _normalized_files(staged, [table.rows_folder for table in families if table.rows]),
+        }
+        staged.write(NORMALIZE_MANIFEST, normalized_manifest)
+        return normalized_manifest
 
     def _normalize_table(
         self,
@@ -629,6 +688,7 @@ class Pipeline:
             ) from exc
 
     @_locked
+    @_traced("load")
     def load(self) -> LoadInfo:
         """Load every normalized package, each followed by its state; returns what all of
         them loaded."""
@@ -641,7 +701,7 @@ class Pipeline:
                 continue
             with pipeline_step(
                 "load", package.load_id, trace=trace, progress=self.progress, advice=_load_advice
-            ):
+            ) as step:
                 normalized = package.read(NORMALIZE_MANIFEST)
                 _refuse_damaged_normalized_files(package, normalized.get("files", {}))
                 if not package.has(LOADED_MANIFEST):
@@ -658,6 +718,7 @@ class Pipeline:
                 loader.check()
                 apply_refresh(self.destination_dataset, package, normalized.get("refresh"))
                 loads = loader.load()
+                step.tables = {entry.table: {"rows": entry.rows, "version": entry.version} for entry in loads}
                 new_state = state_store.loads_state(normalized["state"])
                 if new_state.get("_state_version", 0) > self._synced_state().get("_state_version", 0):
                     state_store.write_destination(
@@ -777,10 +838,42 @@ class Pipeline:
         self._state = result.state
         return result
 
+    @property
+    def last_trace(self) -> PipelineTrace | None:
+        """The trace of the last run: this object's if it ran, else the one saved in the
+        working directory (by another process, or an earlier one); None if there is none."""
+        if self._last_trace is not None:
+            return self._last_trace
+        return read_trace(self.working_dir)
+
     def _trace(self) -> PipelineTrace:
-        if self.last_trace is None:
-            self.last_trace = PipelineTrace(self.pipeline_name)
-        return self.last_trace
+        """The trace the running method adds its steps to."""
+        if self._running_trace is None:
+            # Only traced (and planning) methods run steps; one called from elsewhere is
+            # recorded nowhere rather than taken for a running method's.
+            return PipelineTrace(self.pipeline_name)
+        return self._running_trace
+
+    def _next_trace(self, call: str) -> PipelineTrace:
+        """The trace a traced method starts: a new one, but extract, normalize and load called
+        in that order add up to one trace, as in dlt, as long as each succeeds."""
+        previous = self._last_trace
+        continues = (
+            previous is not None
+            and previous.error is None
+            and previous.calls[-1:] in (["extract"], ["normalize"])
+            and _STEP_ORDER.index(call) > _STEP_ORDER.index(previous.calls[-1])
+        )
+        trace = previous if continues and previous is not None else PipelineTrace(self.pipeline_name)
+        trace.start(call)
+        return trace
+
+    def _save_trace(self, trace: PipelineTrace) -> None:
+        try:
+            save_trace(self.working_dir, trace)
+        except OSError as exc:
+            # The trace is a record of the run: not being able to write it does not fail one.
+            logger.warning("pipeline '%s': the trace could not be saved: %s", self.pipeline_name, exc)
 
     def __repr__(self) -> str:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
@@ -800,6 +893,15 @@ def _load_advice(error: Exception) -> str:
             "it; pipeline.drop_pending_packages() discards it"
         )
     return ""
+
+
+def _normalized_counts(manifest: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """Rows and Parquet files per table of a normalized package, for its trace step."""
+    files = manifest.get("files", {})
+    return {
+        table["name"]: {"rows": table["rows"], "files": len(files.get(table["folder"] or table["name"], {}))}
+        for table in manifest["tables"]
+    }
 
 
 def _refuse_lost_rows(package: LoadPackage, extracted: ExtractedTable, normalized_rows: int) -> None:

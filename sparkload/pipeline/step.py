@@ -7,7 +7,9 @@ Invariants every step keeps through ``pipeline_step``:
   ``Exception`` (a KeyboardInterrupt) passes unwrapped and without cleanup, as it always did;
 - the progress display, when the step shows one, is started before and finished after the
   step, whether it failed or not;
-- the step's time is added to the trace only when it succeeded.
+- the step is recorded in the trace (when given) with its start, end, seconds and status,
+  ok or failed (an interrupt too); a step that is not ``timed`` is recorded only when it
+  fails (its work is part of the steps that follow).
 """
 
 from __future__ import annotations
@@ -17,9 +19,8 @@ import time
 from collections.abc import Callable, Iterator
 
 from sparkload.exceptions import PipelineStepFailed
-from sparkload.pipeline.load_info import StepTiming
 from sparkload.pipeline.progress import Progress
-from sparkload.pipeline.trace import PipelineTrace
+from sparkload.pipeline.trace import FAILED, PipelineTrace, TraceStep, utc_now
 
 
 def _no_advice(error: Exception) -> str:
@@ -35,24 +36,34 @@ def pipeline_step(
     progress: Progress | None = None,
     cleanup: Callable[[], None] | None = None,
     advice: Callable[[Exception], str] = _no_advice,
-) -> Iterator[None]:
+    timed: bool = True,
+) -> Iterator[TraceStep]:
     """Run the body as ``step`` of the package ``load_id`` (None: before there is one).
 
-    ``trace``: where the step's time goes (None: not timed); ``progress``: the display
+    ``trace``: where the step is recorded (None: nowhere); ``progress``: the display
     the step shows (None: none); ``cleanup``: what a failure removes (a half-written
-    package); ``advice``: the sentence a failure's message ends with, by its cause.
+    package); ``advice``: the sentence a failure's message ends with, by its cause;
+    ``timed``: False for work that prepares the steps that follow, recorded only if it fails.
+
+    The body gets the step's record, to fill in ``tables`` with what it knows of each table.
     """
+    record = TraceStep(step, load_id, utc_now())
     started = time.perf_counter()
     if progress is not None:
         progress.start(step)
     try:
-        yield
-    except Exception as exc:
-        if cleanup is not None:
-            cleanup()
-        raise PipelineStepFailed(step, load_id, exc, advice(exc)) from exc
+        yield record
+    except BaseException as exc:
+        record.status = FAILED
+        if isinstance(exc, Exception):
+            if cleanup is not None:
+                cleanup()
+            raise PipelineStepFailed(step, load_id, exc, advice(exc)) from exc
+        raise
     finally:
+        record.seconds = time.perf_counter() - started
+        record.finished_at = utc_now()
+        if trace is not None and (timed or record.status == FAILED):
+            trace.add_step(record)
         if progress is not None:
             progress.finish(step)
-    if trace is not None:
-        trace.add(StepTiming(step, time.perf_counter() - started))
