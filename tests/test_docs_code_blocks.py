@@ -127,7 +127,9 @@ def test_every_not_run_marker_has_a_reason_and_stands_before_a_python_block() ->
                 problems.append(f"{page.relative_to(REPO)}:{number}: a not-run marker without a reason")
             fence = FENCE.match(lines[number]) if number < len(lines) else None
             if fence is None or fence.group(2) != "python":
-                problems.append(f"{page.relative_to(REPO)}:{number}: a not-run marker not right before ```python")
+                problems.append(
+                    f"{page.relative_to(REPO)}:{number}: a not-run marker not right before ```python"
+                )
     assert problems == []
 
 
