@@ -1,5 +1,6 @@
 """Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s airflow`, `nox -s benchmark`,
-`nox -s property` (the property and fuzz tests with thousands of examples), `nox -s dlt_diff`
+`nox -s property` (the property and fuzz tests with thousands of examples), `nox -s docs` (the
+documentation site, warnings as errors), `nox -s dlt_diff`
 (the same dlt scripts run by dlt and by sparkload, their tables compared), and
 the engine matrix: `nox -s spark` (JVM Spark + delta-spark), `nox -s connect` (a Sail Spark
 Connect server in another process), `nox -s cluster` (Sail's local-cluster mode)."""
@@ -136,6 +137,16 @@ def dlt_diff(session: nox.Session) -> None:
     session.install("-e", ".[local,test]")
     session.run("python", "benchmarks/dlt_env.py", "--duckdb")
     session.run("pytest", "tests/dlt_diff", "--run-dlt-diff", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (mkdocs.yml) built into site/; ``strict`` makes every warning
+    (a broken link, a docstring mkdocstrings cannot read) fail the build."""
+    session.install("-e", ".[local,docs]")
+    # Material prints a notice about MkDocs 2.0 on every build: not a warning (--strict does
+    # not count it), only noise in the log.
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", env={"NO_MKDOCS_2_WARNING": "1"})
 
 
 @nox.session

@@ -57,7 +57,11 @@ class _Accessor:
 
 
 config = _Accessor(secret=False)
+"""``sl.config``: ``def f(page_size: int = sl.config.value)`` injects the argument from the
+environment, ``.sparkload/config.toml`` or ``secrets.toml``; ``sl.config["key"]`` and
+``sl.config.get("key", default)`` look one dotted key up."""
 secrets = _Accessor(secret=True)
+"""``sl.secrets``: as ``sl.config``, for values that must not be logged (they repr as ``***``)."""
 
 
 def is_sentinel(value: object) -> bool:

@@ -174,12 +174,18 @@ class Resource:
         return self.add_map(step, insert_at)
 
     def add_map(self, func: Callable[[Any], Any], insert_at: int | None = None) -> Resource:
+        """Apply ``func`` to every item: the item becomes what it returns (dlt's
+        ``add_map``). ``insert_at`` places the step in the pipe (the generator is 0)."""
         return self._add_step(Step("map", func), insert_at)
 
     def add_filter(self, func: Callable[[Any], bool], insert_at: int | None = None) -> Resource:
+        """Keep the items for which ``func`` returns true (dlt's ``add_filter``).
+        ``insert_at`` places the step in the pipe (the generator is 0)."""
         return self._add_step(Step("filter", func), insert_at)
 
     def add_yield_map(self, func: Callable[[Any], Any], insert_at: int | None = None) -> Resource:
+        """Replace every item by the items ``func`` yields for it (dlt's
+        ``add_yield_map``). ``insert_at`` places the step in the pipe (the generator is 0)."""
         return self._add_step(Step("yield_map", func), insert_at)
 
     def add_limit(

@@ -39,6 +39,9 @@ _TINY = datetime.timedelta(microseconds=1)
 
 @dataclasses.dataclass
 class TypeChange:
+    """A column whose type the run would change; ``destructive`` when its stored values
+    would not fit the new type (the load then stops under ``on_destructive_change="error"``)."""
+
     column: str
     old: str
     new: str
@@ -47,6 +50,9 @@ class TypeChange:
 
 @dataclasses.dataclass
 class TablePlan:
+    """One table the run fills: whether it is added or changed, its disposition (with the
+    merge strategy), the columns it gains and the type changes."""
+
     table: str
     resource: str
     status: str  # "added", "changed" or "unchanged"
@@ -57,6 +63,9 @@ class TablePlan:
 
 @dataclasses.dataclass
 class IntervalPlan:
+    """The missing intervals of one interval resource, as inclusive date ranges, in how many
+    batches the run loads them, and the range a restatement reloads."""
+
     resource: str
     # Inclusive date ranges, as SQLMesh prints them ("2024-09-20", "2024-09-26").
     missing: list[tuple[str, str]]
@@ -66,6 +75,10 @@ class IntervalPlan:
 
 @dataclasses.dataclass
 class Plan:
+    """What ``pipeline.plan(...)`` returns: what the run would do (``tables``, ``intervals``,
+    ``incrementals``, the resources a restatement ``ignored``), printed as SQLMesh prints a
+    plan by ``str(plan)``; ``apply()`` carries it out."""
+
     pipeline_name: str
     dataset_uri: str
     execution_time: datetime.datetime
@@ -81,6 +94,7 @@ class Plan:
 
     @property
     def has_changes(self) -> bool:
+        """False when the run would load nothing: no table added or changed, no interval missing."""
         return bool(
             any(t.status != "unchanged" for t in self.tables)
             or any(i.missing for i in self.intervals)
@@ -88,6 +102,7 @@ class Plan:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan as plain data (JSON-ready): for a review step or a log."""
         data = {
             field.name: getattr(self, field.name)
             for field in dataclasses.fields(self)

@@ -10,7 +10,7 @@
 
 ``filesystem`` lists files (dlt's file items: ``file_url``, ``file_name``, ``relative_path``,
 ``mime_type``, ``modification_date``, ``size_in_bytes``); the readers read them through the
-engine's own readers, so the rows never pass through Python. See docs/sources.md, "Files".
+engine's own readers, so the rows never pass through Python. See docs/filesystem.md.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ def filesystem(
     ``**/*.csv``: at any depth), ``files_per_page`` to a page, as dlt's ``filesystem``
     resource. ``file_url`` is the primary key. ``credentials`` are not taken: the listing
     uses pyarrow's filesystem credentials (the environment's AWS, GCP or Azure settings) and
-    the readers the engine's (``spark.hadoop.*``), see docs/sources.md."""
+    the readers the engine's (``spark.hadoop.*``), see docs/filesystem.md."""
     if credentials is not None:
         raise TypeError(
             "filesystem(): sparkload does not take credentials=: the listing uses the environment's "
-            "cloud credentials and the readers the Spark session's (docs/sources.md, 'Files')"
+            "cloud credentials and the readers the Spark session's (docs/filesystem.md)"
         )
     if files_per_page < 1:
         raise ValueError(f"filesystem(): files_per_page must be at least 1, got {files_per_page}")

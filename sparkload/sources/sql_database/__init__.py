@@ -16,7 +16,7 @@ Where the engine is a JVM Spark with the database's JDBC driver, ``backend="spar
 through Spark's JDBC source instead (``jdbc.py``): the resource yields one lazy Spark
 DataFrame of the table's kept columns, typed by Spark's JDBC mapping (only the primary key
 comes from reflection), and an incremental's range is a Spark ``where`` that the JDBC source
-pushes down to the database. See docs/sources.md, "SQL databases".
+pushes down to the database. See docs/sql_database.md.
 
 SQLAlchemy is an optional dependency (``pip install "sparkload[sql_database]"``), imported
 when a source or table is made, not when this module is.
