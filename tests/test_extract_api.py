@@ -826,9 +826,9 @@ def test_progress_log_emits_records(make_pipeline: Any, caplog: pytest.LogCaptur
         pipeline.run([{"id": 1}], table_name="logged")
 
     messages = [r.getMessage() for r in caplog.records if r.name == "sparkload.progress"]
-    assert "extract started" in messages
-    assert "extract finished" in messages
-    assert "loaded table logged" in messages
+    assert any(m.startswith("extract started (load package ") for m in messages)
+    assert any(m.startswith("extract finished: 1 rows in ") for m in messages)
+    assert "load: table 'logged' loaded (1 of 1)" in messages
     assert [r["id"] for r in delta_rows(pipeline, "logged")] == [1]
 
 

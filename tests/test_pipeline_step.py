@@ -23,7 +23,10 @@ def test_a_step_that_succeeds_is_timed_and_shows_its_progress(caplog: pytest.Log
 
     assert [timing.step for timing in trace.timings] == ["load"]
     assert trace.timings[0].seconds >= 0
-    assert [record.getMessage() for record in caplog.records] == ["load started", "load finished"]
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages[0] == "load started (load package 1.0)"
+    assert messages[1].startswith("load finished: 0 tables in ")
+    assert len(messages) == 2
 
 
 def test_a_failure_is_cleaned_up_wrapped_with_its_advice_and_not_timed(
@@ -52,7 +55,10 @@ def test_a_failure_is_cleaned_up_wrapped_with_its_advice_and_not_timed(
     assert (failed.value.step, failed.value.load_id, failed.value.__cause__) == ("extract", "1.0", cause)
     assert cleaned == ["package"]
     assert trace.timings == []
-    assert [record.getMessage() for record in caplog.records] == ["extract started", "extract finished"]
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages[0] == "extract started (load package 1.0)"
+    assert messages[1].startswith("extract failed after ")
+    assert len(messages) == 2
 
 
 def test_an_interrupt_passes_unwrapped_and_leaves_what_the_step_wrote() -> None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import threading
 from typing import Any
 
+from sparkload.engine.logs import sail_log_filter
 from sparkload.exceptions import EngineError
 
 logger = logging.getLogger(__name__)
@@ -35,11 +35,10 @@ def embedded_remote_url() -> str:
                 "(or choose another Spark: spark=, SPARKLOAD_SPARK_REMOTE or SPARKLOAD_SPARK_MASTER; "
                 "see docs/engines.md)."
             ) from exc
-        # Sail logs every session at INFO to stderr; keep a user's script output readable
-        # unless they asked for Sail's logs with RUST_LOG.
-        os.environ.setdefault("RUST_LOG", "error")
-        server = SparkConnectServer(ip="127.0.0.1", port=0)
-        server.start(background=True)
+        # Sail logs every session at INFO to stderr: quiet unless asked for (engine/logs.py).
+        with sail_log_filter():
+            server = SparkConnectServer(ip="127.0.0.1", port=0)
+            server.start(background=True)
         _, port = server.listening_address
         _server = server
         _remote_url = f"sc://127.0.0.1:{port}"

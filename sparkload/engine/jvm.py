@@ -13,6 +13,7 @@ import os
 import re
 from typing import Any
 
+from sparkload.engine.logs import quiet_jvm
 from sparkload.exceptions import EngineError
 
 # Master URLs Spark itself takes; anything else is a typo or a Spark Connect URL.
@@ -55,7 +56,9 @@ def jvm_session(master: str, settings: dict[str, str]) -> Any:
     builder = SparkSession.builder.master(master).appName("sparkload")
     for key, value in {**DELTA_SESSION_CONF, **_local_defaults(master), **settings}.items():
         builder = builder.config(key, value)
-    return configure_spark_with_delta_pip(builder).getOrCreate()
+    session = configure_spark_with_delta_pip(builder).getOrCreate()
+    quiet_jvm(session)
+    return session
 
 
 def _local_defaults(master: str) -> dict[str, str]:

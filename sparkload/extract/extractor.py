@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -41,10 +41,21 @@ SCALAR_ITEMS = (str, int, float, decimal.Decimal, datetime.date, datetime.time, 
 SCALAR_COLUMN = "value"
 
 # Rows serialized by one orjson call on the hot path: large enough that the per-call cost
-# vanishes, small enough that a batch's lines sit in memory for a moment only.
+# vanishes, small enough that a batch's lines sit in memory for a moment only. Progress is
+# reported once per batch too (once per row would cost).
 _BATCH = 10_000
 # Threads for parallelized resources (dlt's default number of extract workers).
 _PARALLEL_WORKERS = 5
+
+
+class ExtractProgress(Protocol):
+    """What the extractor tells a progress display (the pipeline's ``Progress``)."""
+
+    def total(self, count: int | None) -> None:
+        """The rows expected in all, as far as known (None: not known)."""
+
+    def items(self, count: int) -> None:
+        """The rows written so far."""
 
 
 class _Cancelled(Exception):
@@ -192,7 +203,7 @@ class Extractor:
     def __init__(
         self,
         extracted_dir: Path,
-        on_rows: Callable[[int], None] | None = None,
+        progress: ExtractProgress | None = None,
         on_file_closed: Callable[[str, Path], None] | None = None,
         spark: Callable[[], Any] | None = None,
     ) -> None:
@@ -201,9 +212,11 @@ class Extractor:
         self.tables: dict[str, ExtractedTable] = {}
         self._files: dict[str, TableFiles] = {}  # by normalized table name
         self._runs: dict[int, _ResourceRun] = {}  # by id() of the resource's ExtractJob
-        self._on_rows = on_rows
+        self._progress = progress
         self._on_file_closed = on_file_closed
-        self._count = 0
+        # The rows the resources' data holds, summed as each resource starts; None once one
+        # does not know (a generator, a transformer): then the display has no total.
+        self._expected_rows: int | None = 0
         self._files_lock = threading.Lock()
         # Set when a resource failed: parallelized resources still running stop at their
         # next batch instead of running to the end for nothing.
@@ -237,6 +250,7 @@ class Extractor:
                 files.close()
         for name, files in self._files.items():
             self.tables[name].rows = files.rows
+        self._report_rows()  # the exact count: the last report was up to a batch behind
         return self.tables
 
     def _extract_in_turn(self, entries: list[ExtractJob]) -> None:
@@ -267,7 +281,12 @@ class Extractor:
         whole_pass = items is None
         with resource_scope(entry.source_name, resource.name), _named_failures(resource.name):
             if items is None:
-                items = resource.iter_pages() if entry.children else resource.iter_items()
+                if entry.children:
+                    # Its transformers' rows are counted too, and nobody knows them up front.
+                    self._expect_rows(None)
+                    items = resource.iter_pages()
+                else:
+                    items = resource.iter_items(on_size=self._expect_rows)
             try:
                 if entry.children:
                     self._write_pages(entry, items)
@@ -328,9 +347,8 @@ class Extractor:
                 self._write_other(entry, static_table, position, item)
             position += 1
             self._check_not_cancelled()
-            if self._on_rows is not None and position % 10000 == 0:
-                self._count += 10000
-                self._on_rows(self._count)
+            if position % _BATCH == 0:
+                self._report_rows()
 
     def _write_dict(self, files: TableFiles, resource: str, position: int, item: dict[str, Any]) -> None:
         files.write_line(self._dumps_slow(resource, position, item))
@@ -364,9 +382,8 @@ class Extractor:
                 files.write_block(lines, len(batch))
             position += len(batch)
             self._check_not_cancelled()
-            if self._on_rows is not None and batch:
-                self._count += len(batch)
-                self._on_rows(self._count)
+            if batch:
+                self._report_rows()
             if rest:
                 return itertools.chain(rest, items), position
             if len(batch) < _BATCH:
@@ -449,6 +466,7 @@ class Extractor:
             self._files_for(table, entry).import_file(source, marked.file_import.file_format)
         except ImportedFileError as exc:
             raise ExtractError(entry.resource.name, f"sl.mark.with_file_import: {exc}") from exc
+        self._report_rows()
 
     # -- deferred items (sl.defer) ------------------------------------------------------------
     def _defer(self, entry: ExtractJob, call: Any, mark: MarkedItem | None) -> None:
@@ -504,6 +522,7 @@ class Extractor:
                 resource, f"item {position} cannot be converted to Arrow: {exc}", position=position
             ) from exc
         files.write_arrow(table)
+        self._report_rows()  # a table or frame is many rows at once
 
     def _write_spark(self, files: TableFiles, resource: str, frame: Any) -> None:
         """A Spark DataFrame, staged by the engine (its rows never come to this process)."""
@@ -511,6 +530,23 @@ class Extractor:
             raise ExtractError(resource, "a Spark DataFrame item needs a pipeline's engine to be written")
         check_session(resource, frame, self._spark())
         files.write_spark(frame.select(*staged_columns(resource, frame.schema)))
+        self._report_rows()
+
+    # -- progress ---------------------------------------------------------------------------
+    def _expect_rows(self, rows: int | None) -> None:
+        """A resource started whose data holds ``rows`` (None: not known up front)."""
+        if self._expected_rows is None:
+            return
+        self._expected_rows = None if rows is None else self._expected_rows + rows
+        if self._progress is not None:
+            self._progress.total(self._expected_rows)
+
+    def _report_rows(self) -> None:
+        """Tell the display how many rows are written so far: the staged files' own counts,
+        so Arrow tables, frames and imported files count by their rows. Called once per
+        batch of rows or per table, never per row."""
+        if self._progress is not None:
+            self._progress.items(sum(files.rows for files in list(self._files.values())))
 
     def _run_of(self, entry: ExtractJob) -> _ResourceRun:
         run = self._runs.get(id(entry))

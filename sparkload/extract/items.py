@@ -85,3 +85,33 @@ def _drain_async(agen: Any) -> Iterator[Any]:
     finally:
         loop.run_until_complete(agen.aclose())
         loop.close()
+
+
+def rows_known_up_front(data: Any) -> int | None:
+    """How many rows ``data`` (what a resource was given, or what its function returned)
+    holds, when that is known without consuming it: a list or tuple (of items, or of pages
+    of items), an Arrow table or a pandas frame. None for a generator or anything else,
+    which is never iterated to count it.
+
+    Lists and tuples are pages of items (``_split`` yields their items), so a list whose
+    first element is a page, an Arrow table or a frame is summed page by page; any other
+    list is one row per element, taken from its length without looking at each element.
+    """
+    if is_arrow(data) or is_pandas(data):
+        return _rows_in(data)
+    if not isinstance(data, (list, tuple)):
+        return None
+    if not data:
+        return 0
+    first = data[0]
+    if isinstance(first, list) or type(first) is tuple or is_arrow(first) or is_pandas(first):
+        return sum(_rows_in(page) for page in data)
+    return len(data)
+
+
+def _rows_in(page: Any) -> int:
+    if is_arrow(page):
+        return int(page.num_rows)
+    if is_pandas(page) or isinstance(page, list) or type(page) is tuple:
+        return len(page)
+    return 1

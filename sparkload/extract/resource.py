@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -23,7 +24,7 @@ from sparkload.extract.incremental import (
     incremental_parameter,
 )
 from sparkload.extract.intervals import bind_intervals, declared_intervals
-from sparkload.extract.items import iterate_any
+from sparkload.extract.items import iterate_any, rows_known_up_front
 from sparkload.extract.limit import LimitRun, PageLimit, limit_pages
 from sparkload.extract.mark import MarkedItem
 from sparkload.extract.pipes import Step, apply_steps
@@ -396,19 +397,24 @@ class Resource:
             else:
                 yield item
 
-    def iter_items(self) -> Iterator[Any]:
+    def iter_items(self, on_size: Callable[[int | None], None] | None = None) -> Iterator[Any]:
         """Every data item after the pipe steps and the incremental filter; lists yielded as
         pages are split. Iterated outside a run, the resource sees its source's state as last
-        committed, in a copy whose changes are dropped (``context.detached_state``)."""
+        committed, in a copy whose changes are dropped (``context.detached_state``).
+
+        ``on_size`` is told, once the data is at hand, how many rows it holds when that is
+        known without consuming it (a list, an Arrow table, a frame), else None: a progress
+        display's total. Steps, filters and limits may let fewer through."""
+        make_items = functools.partial(self._items, on_size)
         source_name = self.section or _last_pipeline_name() or self.name
         detached = context.detached_state(source_name)
         if detached is None:
-            return self._items()
-        return _in_state_scope(self._items, detached, source_name, self.name)
+            return make_items()
+        return _in_state_scope(make_items, detached, source_name, self.name)
 
-    def _items(self) -> Iterator[Any]:
+    def _items(self, on_size: Callable[[int | None], None] | None = None) -> Iterator[Any]:
         run = self._limit.start()
-        pages, incrementals = self._start(run)
+        pages, incrementals = self._start(run, on_size)
         at = len(self._steps) if self._incremental_at is None else self._incremental_at
         self._deferred_route = _DeferredRoute(at=at, incrementals=incrementals)
         items = _filtered(apply_steps(pages, self._steps[:at]), incrementals, pages)
@@ -431,12 +437,18 @@ class Resource:
         items = _filtered(items, route.incrementals, items)
         return apply_steps(items, self._steps[at:])
 
-    def _start(self, run: LimitRun) -> tuple[Iterator[Any], list[Incremental[Any]]]:
+    def _start(
+        self, run: LimitRun, on_size: Callable[[int | None], None] | None = None
+    ) -> tuple[Iterator[Any], list[Incremental[Any]]]:
         """The items the function or data yields (pages split), and its bound incrementals."""
         hinted = self._bind_hinted_incremental(_resource_state(self.name))
         if self._data_from is not None:
+            if on_size is not None:
+                on_size(None)  # a transformer's items come one parent item at a time
             return _split(self._transform(self._data_from.iter_pages())), hinted
         data, incrementals = self._call_function() if self._func is not None else (self._data, [])
+        if on_size is not None:
+            on_size(rows_known_up_front(data))
         return _split(iterate_any(data), run), incrementals + hinted
 
     def _transform(self, parent_items: Iterator[Any]) -> Iterator[Any]:

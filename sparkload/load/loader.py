@@ -76,9 +76,12 @@ class Loader:
         on_table: Callable[[str], None] | None = None,
         on_destructive_change: str = destructive.DEFAULT_POLICY,
         recorded_keys: Mapping[str, Any] | None = None,
+        on_tables: Callable[[int], None] | None = None,
     ) -> None:
         """``on_destructive_change`` applies to tables whose resource sets none;
-        ``recorded_keys`` are the keys each table was last loaded with (from the state)."""
+        ``recorded_keys`` are the keys each table was last loaded with (from the state).
+        ``on_tables`` is told how many tables the load commits, once they are prepared, and
+        ``on_table`` each one's name once it is committed (a progress display)."""
         self.spark = spark
         self.on_destructive_change = on_destructive_change
         self.recorded_keys = recorded_keys or {}
@@ -95,6 +98,7 @@ class Loader:
             package.read(LOADED_MANIFEST) if package.has(LOADED_MANIFEST) else {}
         )
         self._on_table = on_table
+        self._on_tables = on_tables
         self.creates = creation.Creates(package.creates_folder)
         self._record_lock = threading.Lock()
         # Warnings for the LoadInfo (rows dropped outside a time window).
@@ -119,6 +123,9 @@ class Loader:
         for root, hints in self.hints.items():
             family = [t for t in self.tables if t.root == root]
             commits += self._prepare_family(root, family, hints)
+        if self._on_tables is not None:
+            # A package resumed after a crash does not commit again what it committed.
+            self._on_tables(len({commit.table for commit in commits} - set(self.done)))
         self._commit_all(commits)
         # In the order the commits were prepared (root tables first), not the order the
         # side-by-side commits happened to end in.

@@ -81,6 +81,7 @@ from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_jobs import extract_jobs
 from sparkload.pipeline.load_info import LoadInfo, rows_by_reason_of
 from sparkload.pipeline.lock import RunLock, check_not_overtaken
+from sparkload.pipeline.logs import apply_log_level
 from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import Progress
 from sparkload.pipeline.step import pipeline_step
@@ -115,6 +116,7 @@ def _locked(method: _Method) -> _Method:
 
     @functools.wraps(method)
     def locked(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+        apply_log_level()  # as set now: a notebook may have changed it since the last run
         with self._lock.held(), self._session_scope():
             return method(self, *args, **kwargs)
 
@@ -202,6 +204,8 @@ class Pipeline:
     ) -> None:
         # Checked before anything is made: the name is the working directory's folder name.
         self.pipeline_name = check_folder_name("pipeline_name", pipeline_name)
+        self.progress = Progress(progress)
+        apply_log_level()
         # dlt's: the refresh of every run and extract that sets none.
         self.refresh = refresh_mode(refresh)
         # For resources that set no on_destructive_change of their own.
@@ -215,7 +219,6 @@ class Pipeline:
         self.working_dir = pipelines_dir / pipeline_name
         # Beside the working directory, so drop() (which removes that) keeps the lock.
         self._lock = RunLock(pipelines_dir / f".{pipeline_name}.lock", pipeline_name)
-        self.progress = Progress(progress)
         self._spark_arg = spark
         self._spark: Any = None
         self._state: dict[str, Any] | None = None
@@ -537,7 +540,7 @@ class Pipeline:
                 with context.extraction(self, working_state, batch.windows, clock):
                     extractor = Extractor(
                         package.extracted_dir,
-                        self.progress.items,
+                        self.progress,
                         inference.file_closed,
                         spark=lambda: self.spark,
                     )
@@ -585,7 +588,9 @@ class Pipeline:
             staged = LoadPackage(self._staged, package.load_id)
             if not staged.is_normalized():
                 staged.delete()  # what a normalize cut short left behind
-                with pipeline_step("normalize", package.load_id, trace=trace, cleanup=staged.delete) as step:
+                with pipeline_step(
+                    "normalize", package.load_id, trace=trace, progress=self.progress, cleanup=staged.delete
+                ) as step:
                     step.tables = _normalized_counts(self._normalize_package(package, staged))
             # The staged package now carries everything the load needs.
             package.delete()
@@ -614,6 +619,7 @@ class Pipeline:
             for extracted in extracted_tables
             if extracted.rows
         ]
+        self.progress.total(len(tasks))
         normalized = run_side_by_side(tasks, _CONCURRENT_TABLES, "normalize")
         families = [table for family in normalized for table in family]
         tables = [table.to_dict() for table in families]
@@ -674,9 +680,11 @@ class Pipeline:
                 contract_schema,
             )
             # Data-quality expectations, before any commit: may refuse the load or drop rows.
-            return apply_expectations(
+            tables = apply_expectations(
                 self.spark, tables, staged.normalized_uri, extracted.hints.expectations, extracted.resource
             )
+            self.progress.table(name)
+            return tables
         except SparkloadError:
             raise
         except Exception as exc:
@@ -711,6 +719,7 @@ class Pipeline:
                     self.destination_dataset,
                     package,
                     on_table=self.progress.table,
+                    on_tables=self.progress.total,
                     on_destructive_change=self.on_destructive_change,
                     recorded_keys=self._synced_state().get(destructive.KEYS_STATE),
                 )

@@ -15,12 +15,15 @@ Invariants every step keeps through ``pipeline_step``:
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterator
 
 from sparkload.exceptions import PipelineStepFailed
 from sparkload.pipeline.progress import Progress
 from sparkload.pipeline.trace import FAILED, PipelineTrace, TraceStep, utc_now
+
+logger = logging.getLogger(__name__)
 
 
 def _no_advice(error: Exception) -> str:
@@ -50,7 +53,7 @@ def pipeline_step(
     record = TraceStep(step, load_id, utc_now())
     started = time.perf_counter()
     if progress is not None:
-        progress.start(step)
+        progress.start(step, load_id)
     try:
         yield record
     except BaseException as exc:
@@ -66,4 +69,6 @@ def pipeline_step(
         if trace is not None and (timed or record.status == FAILED):
             trace.add_step(record)
         if progress is not None:
-            progress.finish(step)
+            progress.finish(step, record.status == FAILED)
+    if load_id is not None:  # without one, the "step" only checked the arguments
+        logger.info("%s of load package %s took %.2fs", step, load_id, record.seconds)
