@@ -39,6 +39,7 @@ from sparkload.extract.defer import defer
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
+from sparkload.pipeline import progress  # dlt's dlt.progress.tqdm(...) / .log(...)
 from sparkload.pipeline.attach import attach
 from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.pipeline import Pipeline, pipeline
@@ -92,6 +93,7 @@ __all__ = [
     "incremental",
     "mark",
     "pipeline",
+    "progress",
     "resource",
     "secrets",
     "source",

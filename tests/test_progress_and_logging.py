@@ -5,6 +5,7 @@ lines sparkload writes to stderr only when nobody else does."""
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
@@ -267,3 +268,31 @@ def test_an_unknown_progress_mode_is_refused_naming_the_modes(make_pipeline: Any
         make_pipeline(progress=mode)
 
     assert repr(mode) in str(refused.value)
+
+
+def test_dlt_progress_objects_port_by_the_import(make_pipeline: Any, capsys: Any) -> None:
+    stream = io.StringIO()
+    logger = logging.getLogger("tests.progress")
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    logger.addHandler(Keep())
+    logger.setLevel(logging.INFO)
+    try:
+        make_pipeline(progress=sl.progress.log(60, logger=stream)).run([{"id": 1}], table_name="streamed")
+        make_pipeline(progress=sl.progress.log(logger=logger)).run([{"id": 1}], table_name="logged")
+        make_pipeline(progress=sl.progress.tqdm(ncols=60, single_bar=True)).run([{"id": 1}], table_name="b")
+    finally:
+        logger.handlers.clear()
+
+    written = stream.getvalue().splitlines()
+    assert all(ONE_LINE.match(line) for line in written), written
+    assert any(line.endswith("load: table 'streamed' loaded (1 of 1)") for line in written)
+    assert "load: table 'logged' loaded (1 of 1)" in records
+    bars = bar_lines(capsys.readouterr().err, "load")
+    assert bars and all(len(line) <= 60 for line in bars)  # ncols went to tqdm
+    with pytest.raises(ValueError, match="one of dlt's displays, not sparkload's"):
+        sl.progress.enlighten()

@@ -8,6 +8,12 @@ The extractor reports once per batch of rows (``extract.extractor._BATCH``), and
 display does no more than a subtraction and a clock read per report, so progress costs
 nothing per row. ``tqdm.auto`` draws a widget in a notebook (with ipywidgets) and a text
 bar elsewhere; it is imported only when a bar is asked for.
+
+A pipeline's ``progress`` is ``"tqdm"``, ``"log"``, None, or what ``tqdm(...)`` and
+``log(...)`` here return: dlt's ``dlt.progress.tqdm(...)`` and ``dlt.progress.log(...)``
+collectors, with their arguments, so a dlt script passing one runs after its import is
+changed (``sl.progress.tqdm(colour="yellow")``). dlt's ``enlighten`` and
+``alive_progress`` need packages sparkload does not depend on, and are refused by name.
 """
 
 from __future__ import annotations
@@ -15,25 +21,102 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol, TextIO
 
-from sparkload.pipeline.logs import progress_logger
+from sparkload.pipeline.logs import ONE_LINE_FORMAT, progress_logger
 
 MODES = ("tqdm", "log")
 # dlt's other progress names, which would need packages sparkload does not depend on.
 _DLT_ONLY_MODES = ("enlighten", "alive_progress")
 # Seconds between two "log" lines while a step runs (dlt's LogCollector logs every second).
 LOG_PERIOD = 1.0
+_OFFERED = (
+    "'tqdm' (a bar; a widget in a notebook), 'log' (lines on stderr or your logging), "
+    "sl.progress.tqdm(...), sl.progress.log(...) or None"
+)
 
 
-def check_mode(mode: Any) -> str | None:
-    """``mode`` if sparkload shows it, else a ValueError that lists what it shows."""
-    if mode is None or mode in MODES:
+class TqdmProgress:
+    """A tqdm bar per step, made with these keyword arguments of tqdm's (``colour``,
+    ``ncols``, ``file``, ``leave`` ...)."""
+
+    def __init__(self, **tqdm_kwargs: Any) -> None:
+        self.tqdm_kwargs = tqdm_kwargs
+
+    def display(self, step: str, load_id: str | None) -> _Display:
+        return _Bar(step, self.tqdm_kwargs)
+
+    def __repr__(self) -> str:
+        return f"sl.progress.tqdm({', '.join(f'{k}={v!r}' for k, v in self.tqdm_kwargs.items())})"
+
+
+class LogProgress:
+    """Log lines: to ``logger`` (a ``logging.Logger``, at ``log_level`` and as its level
+    lets through; a text stream, written as is; None: sparkload's ``sparkload.progress``
+    logger, which writes to stderr when no handler of the user's takes the line), at most
+    one every ``log_period`` seconds while rows are extracted, one per table."""
+
+    def __init__(
+        self,
+        log_period: float = LOG_PERIOD,
+        logger: logging.Logger | TextIO | None = None,
+        log_level: int = logging.INFO,
+    ) -> None:
+        self.log_period = log_period
+        self.logger = logger
+        self.log_level = log_level
+
+    def display(self, step: str, load_id: str | None) -> _Display:
+        return _Lines(step, load_id, self)
+
+    def __repr__(self) -> str:
+        return f"sl.progress.log(log_period={self.log_period!r})"
+
+
+def tqdm(single_bar: bool = False, **tqdm_kwargs: Any) -> TqdmProgress:
+    """dlt's ``dlt.progress.tqdm``: a bar per step. sparkload draws one bar a step
+    whatever ``single_bar`` says (dlt's second bar per resource has no counterpart)."""
+    return TqdmProgress(**tqdm_kwargs)
+
+
+def log(
+    log_period: float = LOG_PERIOD,
+    logger: logging.Logger | TextIO | None = None,
+    log_level: int = logging.INFO,
+    dump_system_stats: bool = True,
+) -> LogProgress:
+    """dlt's ``dlt.progress.log``: log lines (see ``LogProgress``). ``dump_system_stats``
+    is accepted and does nothing: sparkload logs no memory or CPU figures, as dlt without
+    psutil. Unlike dlt's (stdout), the lines go to stderr when ``logger`` is None."""
+    return LogProgress(log_period, logger, log_level)
+
+
+def enlighten(*args: Any, **kwargs: Any) -> NoReturn:
+    """dlt's ``dlt.progress.enlighten``: refused (sparkload does not depend on enlighten)."""
+    check_mode("enlighten")
+    raise AssertionError("unreachable")
+
+
+def alive_progress(*args: Any, **kwargs: Any) -> NoReturn:
+    """dlt's ``dlt.progress.alive_progress``: refused (sparkload does not depend on it)."""
+    check_mode("alive_progress")
+    raise AssertionError("unreachable")
+
+
+ProgressArg = Any  # None, "tqdm", "log", a TqdmProgress or a LogProgress
+
+
+def check_mode(mode: ProgressArg) -> TqdmProgress | LogProgress | None:
+    """What shows ``mode``'s progress, or a ValueError that lists what sparkload shows."""
+    if mode is None or isinstance(mode, (TqdmProgress, LogProgress)):
         return mode
-    offered = "'tqdm' (a bar; a widget in a notebook), 'log' (lines on stderr or your logging) or None"
+    if mode == "tqdm":
+        return TqdmProgress()
+    if mode == "log":
+        return LogProgress()
     if mode in _DLT_ONLY_MODES:
-        raise ValueError(f"progress={mode!r} is one of dlt's displays, not sparkload's; use {offered}")
-    raise ValueError(f"progress must be {offered}, got {mode!r}")
+        raise ValueError(f"progress={mode!r} is one of dlt's displays, not sparkload's; use {_OFFERED}")
+    raise ValueError(f"progress must be {_OFFERED}; got {mode!r}")
 
 
 class _Display(Protocol):
@@ -54,17 +137,15 @@ class Progress:
     ``start`` and ``finish`` come from ``pipeline_step``; in between, extract reports
     ``total`` and ``items`` (rows), normalize and load report ``total`` and ``table``."""
 
-    def __init__(self, mode: str | None) -> None:
-        self.mode = check_mode(mode)
+    def __init__(self, mode: ProgressArg) -> None:
+        self.style = check_mode(mode)
         self._display: _Display | None = None
         # normalize finishes its tables in threads side by side
         self._lock = threading.Lock()
 
     def start(self, step: str, load_id: str | None = None) -> None:
-        if self.mode == "tqdm":
-            self._display = _Bar(step)
-        elif self.mode == "log":
-            self._display = _Lines(step, load_id)
+        if self.style is not None:
+            self._display = self.style.display(step, load_id)
 
     def total(self, count: int | None) -> None:
         """Rows (extract) or tables (normalize, load) expected in all; None: not known."""
@@ -91,16 +172,17 @@ class Progress:
 class _Bar:
     """A tqdm bar (``tqdm.auto``: a notebook widget where one can be drawn)."""
 
-    def __init__(self, step: str) -> None:
-        from tqdm.auto import tqdm
+    def __init__(self, step: str, tqdm_kwargs: dict[str, Any]) -> None:
+        from tqdm.auto import tqdm as make_bar
 
-        self._extract = step == "extract"
-        self._bar = tqdm(
-            desc=step,
-            unit=" rows" if self._extract else " tables",
-            unit_scale=self._extract,  # 2.00M rows, not 2000000
-            dynamic_ncols=True,
-        )
+        extract = step == "extract"
+        settings = {
+            "unit": " rows" if extract else " tables",
+            "unit_scale": extract,  # 2.00M rows, not 2000000
+            "dynamic_ncols": True,
+            **tqdm_kwargs,
+        }
+        self._bar = make_bar(desc=step, **settings)
 
     def total(self, count: int | None) -> None:
         if count != self._bar.total:
@@ -127,8 +209,10 @@ class _Lines:
     of an extract, one when it ends; on the ``sparkload.progress`` logger, which writes to
     stderr when the user's logging does not take the line."""
 
-    def __init__(self, step: str, load_id: str | None) -> None:
+    def __init__(self, step: str, load_id: str | None, style: LogProgress) -> None:
+        self._style = style
         self._logger = progress_logger()
+        self._formatter = logging.Formatter(ONE_LINE_FORMAT)
         self._step = step
         self._total: int | None = None
         self._count = 0
@@ -142,7 +226,7 @@ class _Lines:
     def items(self, count: int) -> None:
         self._count = count
         now = time.monotonic()
-        if now - self._logged >= LOG_PERIOD:
+        if now - self._logged >= self._style.log_period:
             self._logged = now
             share = f" of {self._total:,} ({100 * count // self._total}%)" if self._total else ""
             self._log("%s: %s rows%s", self._step, f"{count:,}", share)
@@ -162,7 +246,16 @@ class _Lines:
         self._log("%s finished: %s %s in %.1fs", self._step, f"{self._count:,}", unit, seconds)
 
     def _log(self, message: str, *args: Any) -> None:
-        # Handled directly, past the logger's level: progress="log" asked for these lines,
-        # whatever level the user's logging gives sparkload's loggers.
+        target, level = self._style.logger, self._style.log_level
+        if isinstance(target, logging.Logger):
+            target.log(level, message, *args)  # the user's logger, by its own rules
+            return
         logger = self._logger
-        logger.handle(logger.makeRecord(logger.name, logging.INFO, __file__, 0, message, args, None))
+        record = logger.makeRecord(logger.name, level, __file__, 0, message, args, None)
+        if target is None:
+            # Handled directly, past the logger's level: progress="log" asked for these
+            # lines, whatever level the user's logging gives sparkload's loggers.
+            logger.handle(record)
+        else:
+            target.write(self._formatter.format(record) + "\n")
+            target.flush()
