@@ -827,7 +827,7 @@ def test_progress_log_emits_records(make_pipeline: Any, caplog: pytest.LogCaptur
 
     messages = [r.getMessage() for r in caplog.records if r.name == "sparkload.progress"]
     assert any(m.startswith("extract started (load package ") for m in messages)
-    assert any(m.startswith("extract finished: 1 rows in ") for m in messages)
+    assert any(m.startswith("extract finished: 1 row in ") for m in messages)
     assert "load: table 'logged' loaded (1 of 1)" in messages
     assert [r["id"] for r in delta_rows(pipeline, "logged")] == [1]
 

@@ -83,7 +83,7 @@ from sparkload.pipeline.load_info import LoadInfo, rows_by_reason_of
 from sparkload.pipeline.lock import RunLock, check_not_overtaken
 from sparkload.pipeline.logs import apply_log_level
 from sparkload.pipeline.plan import Plan, make_plan
-from sparkload.pipeline.progress import Progress
+from sparkload.pipeline.progress import LogProgress, Progress, TqdmProgress
 from sparkload.pipeline.step import pipeline_step
 from sparkload.pipeline.trace import PipelineTrace
 from sparkload.pipeline.trace_file import read_trace, save_trace
@@ -188,6 +188,9 @@ class RunArguments:
 
 
 class Pipeline:
+    """dlt's Pipeline: extract → normalize → load into Delta tables; made by ``pipeline()``,
+    whose docstring describes the arguments."""
+
     def __init__(
         self,
         pipeline_name: str,
@@ -196,7 +199,7 @@ class Pipeline:
         pipelines_dir: Path,
         dev_mode: bool = False,
         spark: Any = None,
-        progress: str | None = None,
+        progress: str | TqdmProgress | LogProgress | None = None,
         on_destructive_change: str = destructive.DEFAULT_POLICY,
         import_schema_path: str | os.PathLike[str] | None = None,
         export_schema_path: str | os.PathLike[str] | None = None,
@@ -1029,7 +1032,7 @@ def pipeline(
     pipelines_dir: str | os.PathLike[str] | None = None,
     dev_mode: bool = False,
     spark: Any = None,
-    progress: str | None = None,
+    progress: str | TqdmProgress | LogProgress | None = None,
     on_destructive_change: str = "error",
     import_schema_path: str | os.PathLike[str] | None = None,
     export_schema_path: str | os.PathLike[str] | None = None,
@@ -1037,6 +1040,15 @@ def pipeline(
     **dlt_arguments: Any,
 ) -> Pipeline:
     """Make a pipeline (dlt's ``dlt.pipeline``) that loads into Delta Lake tables.
+
+    ``progress`` shows every step of each run: ``"tqdm"`` a bar per step (a widget in a
+    notebook), ``"log"`` one-line messages on stderr (or through your logging, when it is
+    set up), ``sl.progress.tqdm(**tqdm_kwargs)`` / ``sl.progress.log(log_period, logger)``
+    the same with dlt's collector arguments, None (the default) nothing. Extract counts
+    rows, with a total when the data is a list, an Arrow table or a pandas frame; normalize
+    and load count tables, naming each. dlt's ``"enlighten"`` and ``"alive_progress"`` are
+    refused. See docs/progress-and-logging.md, which also covers log levels
+    (``SPARKLOAD_LOG_LEVEL``, ``RUNTIME__LOG_LEVEL``) and the engine's own logs.
 
     ``refresh`` applies to every ``run()`` and ``extract()`` of this pipeline object that
     sets none of its own, as in dlt (see ``sparkload.pipeline.drop``). A keyword of dlt's

@@ -242,8 +242,9 @@ class _Lines:
         if failed:
             self._log("%s failed after %.1fs", self._step, seconds)
             return
-        unit = "rows" if self._step == "extract" else "tables"
-        self._log("%s finished: %s %s in %.1fs", self._step, f"{self._count:,}", unit, seconds)
+        unit = "row" if self._step == "extract" else "table"
+        counted = f"{self._count:,} {unit}{'' if self._count == 1 else 's'}"
+        self._log("%s finished: %s in %.1fs", self._step, counted, seconds)
 
     def _log(self, message: str, *args: Any) -> None:
         target, level = self._style.logger, self._style.log_level
