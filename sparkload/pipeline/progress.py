@@ -190,7 +190,10 @@ class _Bar:
             self._bar.refresh()
 
     def items(self, count: int) -> None:
-        self._bar.update(count - self._bar.n)
+        # Parallelized resources report from their threads: a count taken a moment earlier
+        # may arrive after a later one, and a bar never goes back.
+        if count > self._bar.n:
+            self._bar.update(count - self._bar.n)
 
     def table(self, name: str) -> None:
         self._bar.update(1)
@@ -205,7 +208,7 @@ class _Bar:
 
 
 class _Lines:
-    """One log line when the step starts, one per table, one every ``LOG_PERIOD`` seconds
+    """One log line when the step starts, one per table, one every ``log_period`` seconds
     of an extract, one when it ends; on the ``sparkload.progress`` logger, which writes to
     stderr when the user's logging does not take the line."""
 
@@ -224,7 +227,7 @@ class _Lines:
         self._total = count
 
     def items(self, count: int) -> None:
-        self._count = count
+        self._count = max(self._count, count)
         now = time.monotonic()
         if now - self._logged >= self._style.log_period:
             self._logged = now
