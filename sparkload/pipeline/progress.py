@@ -186,8 +186,7 @@ class _Bar:
 
     def total(self, count: int | None) -> None:
         if count != self._bar.total:
-            self._bar.total = count
-            self._bar.refresh()
+            self._retotal(count)
 
     def items(self, count: int) -> None:
         # Parallelized resources report from their threads: a count taken a moment earlier
@@ -202,9 +201,24 @@ class _Bar:
     def finish(self, failed: bool) -> None:
         if not failed and self._bar.total is not None and self._bar.n != self._bar.total:
             # Filters, limits and incremental cursors let fewer rows through than the data
-            # held: the step is done, and its bar says so.
-            self._bar.total = self._bar.n
+            # held: the step is done, and its bar says so (a notebook's turns red otherwise).
+            self._retotal(self._bar.n)
         self._bar.close()
+
+    def _retotal(self, count: int | None) -> None:
+        """A new total for the bar, keeping its count and clock. ``reset`` is tqdm's one way
+        to change the total that a notebook widget's bar follows too; it sets the count
+        and the clock back, so they are put back after it."""
+        bar = self._bar
+        if count is None:
+            bar.total = None  # the count goes on, without a percentage
+            bar.refresh()
+            return
+        n, started = bar.n, bar.start_t
+        bar.reset(total=count)
+        bar.n = bar.last_print_n = n
+        bar.start_t = started
+        bar.refresh()
 
 
 class _Lines:
