@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import sparkload as sl
@@ -83,6 +84,26 @@ def test_the_bar_of_extract_has_the_total_of_a_list(make_pipeline: Any, capsys: 
     # Drawn with its total as soon as the resource started, before any row was written.
     assert any(re.search(r"\| 0(\.00)?/900 \[", line) for line in extract), extract
     assert re.search(r"100%\|.*\| 900/900 \[", extract[-1]), extract
+
+
+def test_an_arrow_table_counts_by_its_rows(make_pipeline: Any, capsys: Any) -> None:
+    table = pa.table({"id": list(range(700)), "v": [f"x{i}" for i in range(700)]})
+    make_pipeline(progress="tqdm").run(sl.resource(table, name="arrowed"))
+
+    extract = bar_lines(capsys.readouterr().err, "extract")
+    assert any(re.search(r"\| 0(\.00)?/700 \[", line) for line in extract), extract
+    assert re.search(r"100%\|.*\| 700/700 \[", extract[-1]), extract
+
+
+def test_a_bar_ends_at_what_a_filter_let_through(make_pipeline: Any, capsys: Any) -> None:
+    listed = sl.resource([{"id": i} for i in range(900)], name="halved")
+    listed.add_filter(lambda row: row["id"] % 2 == 0)
+    info = make_pipeline(progress="tqdm").run(listed)
+
+    assert info.row_counts == {"halved": 450}
+    extract = bar_lines(capsys.readouterr().err, "extract")
+    assert any(re.search(r"\| 0(\.00)?/900 \[", line) for line in extract), extract
+    assert re.search(r"100%\|.*\| 450/450 \[", extract[-1]), extract
 
 
 def test_a_generator_is_not_consumed_to_count_it(make_pipeline: Any, capsys: Any) -> None:
