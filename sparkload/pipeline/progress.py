@@ -25,7 +25,6 @@ from typing import Any, NoReturn, Protocol, TextIO
 
 from sparkload.pipeline.logs import ONE_LINE_FORMAT, progress_logger
 
-MODES = ("tqdm", "log")
 # dlt's other progress names, which would need packages sparkload does not depend on.
 _DLT_ONLY_MODES = ("enlighten", "alive_progress")
 # Seconds between two "log" lines while a step runs (dlt's LogCollector logs every second).
@@ -93,29 +92,33 @@ def log(
 
 def enlighten(*args: Any, **kwargs: Any) -> NoReturn:
     """dlt's ``dlt.progress.enlighten``: refused (sparkload does not depend on enlighten)."""
-    check_mode("enlighten")
-    raise AssertionError("unreachable")
+    _refuse_dlt_only("enlighten")
 
 
 def alive_progress(*args: Any, **kwargs: Any) -> NoReturn:
     """dlt's ``dlt.progress.alive_progress``: refused (sparkload does not depend on it)."""
-    check_mode("alive_progress")
-    raise AssertionError("unreachable")
+    _refuse_dlt_only("alive_progress")
+
+
+def _refuse_dlt_only(name: str) -> NoReturn:
+    raise ValueError(f"progress={name!r} is one of dlt's displays, not sparkload's; use {_OFFERED}")
 
 
 ProgressArg = Any  # None, "tqdm", "log", a TqdmProgress or a LogProgress
 
 
-def check_mode(mode: ProgressArg) -> TqdmProgress | LogProgress | None:
-    """What shows ``mode``'s progress, or a ValueError that lists what sparkload shows."""
+def progress_style(mode: ProgressArg) -> TqdmProgress | LogProgress | None:
+    """What shows progress for a pipeline's ``progress=mode``, or a ValueError that lists
+    what sparkload shows."""
     if mode is None or isinstance(mode, (TqdmProgress, LogProgress)):
         return mode
-    if mode == "tqdm":
-        return TqdmProgress()
-    if mode == "log":
-        return LogProgress()
-    if mode in _DLT_ONLY_MODES:
-        raise ValueError(f"progress={mode!r} is one of dlt's displays, not sparkload's; use {_OFFERED}")
+    if isinstance(mode, str):
+        if mode == "tqdm":
+            return TqdmProgress()
+        if mode == "log":
+            return LogProgress()
+        if mode in _DLT_ONLY_MODES:
+            _refuse_dlt_only(mode)
     raise ValueError(f"progress must be {_OFFERED}; got {mode!r}")
 
 
@@ -132,13 +135,13 @@ class _Display(Protocol):
 
 
 class Progress:
-    """The display of a pipeline's steps in the mode the user chose (see ``MODES``).
+    """The display of a pipeline's steps in the mode the user chose (see ``progress_style``).
 
     ``start`` and ``finish`` come from ``pipeline_step``; in between, extract reports
     ``total`` and ``items`` (rows), normalize and load report ``total`` and ``table``."""
 
     def __init__(self, mode: ProgressArg) -> None:
-        self.style = check_mode(mode)
+        self.style = progress_style(mode)
         self._display: _Display | None = None
         # normalize finishes its tables in threads side by side
         self._lock = threading.Lock()
