@@ -308,6 +308,7 @@ def test_dlt_progress_objects_port_by_the_import(make_pipeline: Any, capsys: Any
         make_pipeline(progress=sl.progress.tqdm(ncols=60, single_bar=True)).run([{"id": 1}], table_name="b")
     finally:
         logger.handlers.clear()
+        logger.setLevel(logging.NOTSET)
 
     written = stream.getvalue().splitlines()
     assert all(ONE_LINE.match(line) for line in written), written
