@@ -74,6 +74,10 @@ def test_the_quickstart_notebook_runs_and_shows_its_loads_and_tables(
     assert errors == []
 
     first = _html(outputs["first-run"])
+    # Its text form (a terminal's IPython, a text-only front end) is the short summary.
+    (result,) = [o for o in outputs["first-run"] if o.output_type == "execute_result"]
+    assert result.data["text/plain"].startswith("Pipeline quickstart load ")
+    assert "StepTiming(" not in result.data["text/plain"]
     assert first.tables[0].named()["pipeline"] == "quickstart"
     assert first.table("Tables").rows == [
         ["table", "rows", "disposition", "Delta version"],
@@ -99,6 +103,12 @@ def test_the_quickstart_notebook_runs_and_shows_its_loads_and_tables(
     trace = _html(outputs["trace"])
     assert trace.table("Steps").column("step") == ["extract", "normalize", "load"]
     assert trace.table("Tables").column("rows") == ["2", "3"]
+
+    # Each step of the longer load drew a widget bar (tqdm.auto with ipywidgets installed),
+    # and the run's table shows its rows.
+    bars = [o for o in outputs["progress"] if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(bars) == 3
+    assert _html(outputs["progress"]).table("Tables").rows[1][:2] == ["events", "200,000"]
 
     # Written under the notebook's working directory, as its text says; read by delta-rs.
     users = deltalake.DeltaTable(str(workdir / "_lake" / "demo" / "users")).to_pyarrow_table().to_pylist()

@@ -119,6 +119,11 @@ class LoadInfo:
     def _repr_html_(self) -> str:
         return html_tables.load_info_html(self)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython's plain-text display (a terminal, a notebook's text/plain): the short text,
+        # not the dataclass's field-by-field repr.
+        printer.text(str(self))
+
     def __str__(self) -> str:
         if self.load_id is None:
             return f"Pipeline {self.pipeline_name}: nothing to load into {self.dataset_uri}"

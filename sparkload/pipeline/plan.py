@@ -128,6 +128,9 @@ class Plan:
     def _repr_html_(self) -> str:
         return html_tables.plan_html(self)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))  # IPython's plain-text display: the plan's text
+
     def __str__(self) -> str:
         lines = [f"Plan for pipeline `{self.pipeline_name}` against {self.dataset_uri}:"]
         groups = {

@@ -196,6 +196,9 @@ class PipelineTrace:
 
         return trace_html(self)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))  # IPython's plain-text display: one line per step
+
     def describe(self) -> str:
         """The whole trace, readable: what ``sparkload pipeline <name> trace`` prints."""
         took = "" if self.seconds is None else f" in {self.seconds:.2f}s"
