@@ -1,0 +1,52 @@
+"""The ``sparkload`` command line.
+
+``sparkload pipeline --list``, ``sparkload pipeline <name> info|schema|load-package|drop|sync``
+(``pipeline_commands``) and ``sparkload plan|apply <script>`` (``plan_commands``). The
+commands parse arguments and print; what they do is the library's.
+
+Every error ends the command with one line, ``error: ...``, on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import sys
+from collections.abc import Sequence
+
+from sparkload.cli import pipeline_commands, plan_commands
+from sparkload.cli.output import one_line
+from sparkload.exceptions import SparkloadError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except SparkloadError as exc:
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        # The file system refused a path the arguments name (too long, not readable).
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparkload", description="Inspect and manage sparkload pipelines; plan and apply their runs."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    pipeline_commands.add_parser(commands)
+    plan_commands.add_parsers(commands)
+    return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("sparkload")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        from sparkload import __version__
+
+        return __version__
