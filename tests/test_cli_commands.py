@@ -258,8 +258,10 @@ def test_sync_discards_extracted_packages_and_keeps_normalized_ones(
     assert loaded.list_extracted_load_packages() == [discarded]
 
     out = succeeded(sparkload("pipeline", NAME, "sync", "-y", "--pipelines-dir", pipelines_dir))
-    assert "extracted packages discarded (their state was never committed: the next run" in out
-    assert discarded in out and kept in out
+    said = " ".join(out.split())  # as wrapped to the terminal's width
+    assert "extracted packages, discarded (their state was never committed: the next run " in said
+    assert f"extracts their data again): {discarded}" in said
+    assert f"normalized packages, kept beside the dataset (the next run loads them): {kept}" in said
 
     again = make_pipeline(NAME)
     assert (again.list_extracted_load_packages(), again.list_normalized_load_packages()) == ([], [kept])

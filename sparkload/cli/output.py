@@ -70,7 +70,16 @@ def confirm(question: str, to_stderr: bool = False) -> bool:
     stream = sys.stderr if to_stderr else sys.stdout
     print(question, end="", file=stream, flush=True)
     answer = sys.stdin.readline()
+    if not sys.stdin.isatty():
+        print(file=stream)  # no terminal echoed the answer's newline: the next line starts anew
     return answer.strip().lower() in ("y", "yes")
+
+
+def paragraph(text: str) -> str:
+    """``text`` wrapped to the terminal (a long path stays whole on a line of its own)."""
+    return "\n".join(
+        textwrap.wrap(text, width=width(), break_long_words=False, break_on_hyphens=False) or [text]
+    )
 
 
 def one_line(message: str) -> str:

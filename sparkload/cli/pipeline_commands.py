@@ -12,20 +12,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from sparkload.cli import output
-from sparkload.cli.output import print_json, table
+from sparkload.cli import output, views
+from sparkload.cli.output import print_json
 from sparkload.exceptions import SparkloadError
 from sparkload.pipeline.attach import attach
 from sparkload.pipeline.drop import DropPlan, plan_drop
 from sparkload.pipeline.listing import list_local_pipelines
-from sparkload.pipeline.load_packages import LoadPackageInfo
 from sparkload.pipeline.pipeline import Pipeline, _default_pipelines_dir
 from sparkload.pipeline.resource_tables import known_resources, tables_by_resource
 
 ACTIONS = ("info", "schema", "load-package", "drop", "sync")
 SCHEMA_FORMATS = ("text", "json", "yaml")
-# Column keys the schema's text shows in columns of their own, not among the hints.
-_SHOWN_APART = ("name", "data_type", "nullable", "precision", "scale")
 
 
 def add_parser(commands: Any) -> None:
@@ -118,6 +115,11 @@ def _attach(args: argparse.Namespace) -> Pipeline:
     return attach(args.pipeline_name, args.pipelines_dir, args.destination, args.dataset)
 
 
+def _print_lines(lines: list[str]) -> None:
+    for line in lines:
+        print(line)
+
+
 # -- --list ------------------------------------------------------------------------------------
 def _list_or_complain(args: argparse.Namespace) -> int:
     if not args.list:
@@ -129,13 +131,7 @@ def _list_or_complain(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"pipelines_dir": str(directory), "pipelines": [p.asdict() for p in found]})
         return 0
-    print(f"{len(found) or 'no'} pipeline{'' if len(found) == 1 else 's'} in {directory}")
-    for local in found:
-        last_run = local.last_run.strftime("%Y-%m-%d %H:%M:%S UTC") if local.last_run else "unknown"
-        version = "none" if local.state_version is None else local.state_version
-        print(f"{local.name}: last run {last_run}, state version {version}")
-        print(f"  dataset: {local.dataset_name or 'unknown'}")
-        print(f"  destination: {local.destination or 'unknown (no pipeline.json)'}")
+    _print_lines(views.pipeline_list(directory, found))
     return 0
 
 
@@ -189,38 +185,8 @@ def _schema(args: argparse.Namespace) -> int:
     elif fmt == "yaml":
         print(schema.to_pretty_yaml(), end="")
     else:
-        print(f"schema {schema.name}: version {schema.version}, {len(schema.tables)} tables")
-        for name, described in schema.tables.items():
-            print()
-            print(_table_heading(name, described))
-            for line in _column_lines(described["columns"]):
-                print(line)
+        _print_lines(views.schema_lines(schema))
     return 0
-
-
-def _table_heading(name: str, described: dict[str, Any]) -> str:
-    if described.get("parent"):
-        return f"{name}: nested in {described['parent']}"
-    disposition = described.get("write_disposition") or "unknown disposition"
-    strategy = described.get("x-merge-strategy")
-    disposition += f" ({strategy})" if strategy else ""
-    return f"{name}: {disposition}, resource {described.get('resource')}"
-
-
-def _column_lines(columns: dict[str, dict[str, Any]]) -> list[str]:
-    rows = []
-    for name, column in columns.items():
-        data_type = column.get("data_type", "?")
-        if data_type == "decimal" and column.get("precision") is not None:
-            data_type += f"({column['precision']},{column.get('scale', 0)})"
-        hints = [
-            key if value is True else f"{key}={value}"
-            for key, value in column.items()
-            if key not in _SHOWN_APART and value not in (False, None)
-        ]
-        nullable = "yes" if column.get("nullable", True) else "no"
-        rows.append([name, data_type, nullable, ", ".join(hints)])
-    return table(["column", "type", "nullable", "hints"], rows)
 
 
 # -- load-package --------------------------------------------------------------------------------
@@ -230,8 +196,7 @@ def _load_package(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print_json(info.asdict())
         return 0
-    for line in _package_lines(info):
-        print(line)
+    _print_lines(views.package_lines(info))
     return 0
 
 
@@ -242,46 +207,6 @@ def _last_load_id(pipeline: Pipeline) -> str:
     if not newest:
         raise SparkloadError(f"pipeline '{pipeline.pipeline_name}' has no load packages, pending or loaded")
     return newest[0]
-
-
-_STATE_NOTES = {
-    "extracted": "pending: the next run normalizes and loads it",
-    "normalized": "pending: the next run loads it",
-    "partially loaded": "pending: a load committed some of its tables; the next run finishes it",
-    "planned": "extracted by a plan: its apply() loads it, any other run discards it",
-    "loaded": "committed",
-}
-
-
-def _package_lines(info: LoadPackageInfo) -> list[str]:
-    lines = [
-        f"load package: {info.load_id}",
-        f"state: {info.state} ({_STATE_NOTES.get(info.state, '')})",
-        f"path: {info.package_path}",
-    ]
-    if info.execution_time:
-        lines.append(f"execution time: {info.execution_time}")
-    if info.state_version is not None:
-        lines.append(f"state version: {info.state_version}")
-    if info.loaded_at:
-        lines.append(f"loaded at: {info.loaded_at}")
-    header = ["table", "rows", "files"]
-    rows: list[list[Any]] = []
-    for entry in info.tables:
-        row: list[Any] = [entry.table, entry.rows, entry.files]
-        if info.state == "loaded":
-            row += [entry.disposition, entry.version]
-        if info.state == "partially loaded":
-            row.append("yes" if entry.committed else "no")
-        rows.append(row)
-    if info.state == "loaded":
-        header += ["disposition", "version"]
-    if info.state == "partially loaded":
-        header.append("committed")
-    lines.append(f"tables: {len(info.tables)}" if info.tables else "tables: none")
-    if info.tables:
-        lines += table(header, rows)
-    return lines
 
 
 # -- drop --------------------------------------------------------------------------------------
@@ -327,20 +252,22 @@ def _sync(args: argparse.Namespace) -> int:
         discarded = pipeline.list_extracted_load_packages()
         kept = pipeline.list_normalized_load_packages()
         print(
-            f"pipeline '{pipeline.pipeline_name}': the working folder {pipeline.working_dir} is rebuilt "
-            f"from the state committed in {pipeline.dataset_uri}"
+            output.paragraph(
+                f"pipeline '{pipeline.pipeline_name}': the working folder {pipeline.working_dir} is "
+                f"rebuilt from the state committed in {pipeline.dataset_uri}"
+            )
         )
         if discarded:
             print(
                 output.listing(
-                    "extracted packages discarded (their state was never committed: the next run "
+                    "extracted packages, discarded (their state was never committed: the next run "
                     "extracts their data again)",
                     discarded,
                 )
             )
         if kept:
             print(
-                output.listing("normalized packages kept beside the dataset (the next run loads them)", kept)
+                output.listing("normalized packages, kept beside the dataset (the next run loads them)", kept)
             )
         if not args.yes and not output.confirm("Proceed? [y/N] "):
             print("nothing changed")
