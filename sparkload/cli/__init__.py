@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import os
 import sys
 from collections.abc import Sequence
 
@@ -23,6 +24,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(args.handler(args))
+    except BrokenPipeError:
+        # The reader stopped reading (`| head`): nothing is wrong to report. Python would
+        # fail again flushing stdout at exit, so it is pointed at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except SparkloadError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 1

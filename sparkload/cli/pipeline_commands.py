@@ -201,9 +201,9 @@ def _load_package(args: argparse.Namespace) -> int:
 
 
 def _last_load_id(pipeline: Pipeline) -> str:
-    """dlt's default: the newest pending package, else the newest loaded one."""
-    pending = sorted(pipeline.list_extracted_load_packages() + pipeline.list_normalized_load_packages())
-    newest = (pending or pipeline.list_completed_load_packages())[-1:]
+    """dlt's default: the newest package not loaded yet, else the newest loaded one."""
+    waiting = [info.load_id for info in pipeline.waiting_load_packages()]
+    newest = (waiting or pipeline.list_completed_load_packages())[-1:]
     if not newest:
         raise SparkloadError(f"pipeline '{pipeline.pipeline_name}' has no load packages, pending or loaded")
     return newest[0]

@@ -131,7 +131,7 @@ def staged_info(package: LoadPackage) -> LoadPackageInfo | None:
 
 
 def pending_infos(extracted: Folder, staged: Folder) -> list[LoadPackageInfo]:
-    """Every package waiting in either place, oldest first."""
+    """Every package waiting in either place (planned ones too), oldest first."""
     found = [extracted_info(package) for package in list_packages(extracted)]
     found += [staged_info(package) for package in list_packages(staged)]
     return sorted((info for info in found if info is not None), key=lambda info: info.load_id)

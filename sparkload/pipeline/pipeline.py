@@ -789,13 +789,13 @@ class Pipeline:
     # -- load packages (dlt's names) -------------------------------------------------------------
     def list_extracted_load_packages(self) -> list[str]:
         """Load ids of the packages extracted and waiting for normalize, oldest first."""
-        return [i.load_id for i in self._pending_packages() if i.state == load_packages.EXTRACTED]
+        return [i.load_id for i in self.waiting_load_packages() if i.state == load_packages.EXTRACTED]
 
     def list_normalized_load_packages(self) -> list[str]:
         """Load ids of the normalized packages waiting for their load (partially loaded
         ones included), oldest first."""
         waiting = (load_packages.NORMALIZED, load_packages.PARTIALLY_LOADED)
-        return [i.load_id for i in self._pending_packages() if i.state in waiting]
+        return [i.load_id for i in self.waiting_load_packages() if i.state in waiting]
 
     def list_completed_load_packages(self) -> list[str]:
         """Load ids of the recently loaded packages this working folder recorded, oldest first."""
@@ -803,13 +803,15 @@ class Pipeline:
 
     def get_load_package_info(self, load_id: str) -> load_packages.LoadPackageInfo:
         """A package, pending or recently loaded: its state, tables, rows and files."""
-        found = next((i for i in self._pending_packages() if i.load_id == load_id), None)
+        found = next((i for i in self.waiting_load_packages() if i.load_id == load_id), None)
         found = found or load_packages.loaded_info(self.working_dir, load_id)
         if found is None:
             raise SparkloadError(f"pipeline '{self.pipeline_name}' has no load package {load_id}")
         return found
 
-    def _pending_packages(self) -> list[load_packages.LoadPackageInfo]:
+    def waiting_load_packages(self) -> list[load_packages.LoadPackageInfo]:
+        """Every package not loaded yet, oldest first: pending ones and those a plan
+        extracted for its apply()."""
         return load_packages.pending_infos(self._extracted, self._staged)
 
     @_locked
