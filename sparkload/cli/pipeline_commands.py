@@ -23,6 +23,9 @@ from sparkload.pipeline.resource_tables import known_resources, tables_by_resour
 
 ACTIONS = ("info", "schema", "load-package", "drop", "sync")
 SCHEMA_FORMATS = ("text", "json", "yaml")
+_PIPELINES_DIR_HELP = (
+    "the pipelines directory it ran with (default: $SPARKLOAD_PIPELINES_DIR or ~/.sparkload/pipelines)"
+)
 
 
 def add_parser(commands: Any) -> None:
@@ -100,11 +103,6 @@ def add_parser(commands: Any) -> None:
     )
     sync.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     sync.set_defaults(handler=_sync)
-
-
-_PIPELINES_DIR_HELP = (
-    "the pipelines directory it ran with (default: $SPARKLOAD_PIPELINES_DIR or ~/.sparkload/pipelines)"
-)
 
 
 def _pipelines_dir(args: argparse.Namespace) -> Path:

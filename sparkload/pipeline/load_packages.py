@@ -12,6 +12,7 @@ and Delta versions), as dlt keeps its completed packages there. Only the newest
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from sparkload.common.package import (
 )
 from sparkload.common.time import now
 from sparkload.exceptions import SparkloadError
+
+logger = logging.getLogger(__name__)
 
 LOADED_FOLDER = "loaded"
 KEPT_RECORDS = 100
@@ -162,13 +165,19 @@ def record_loaded(working_dir: Path, package: LoadPackage, loads: list[dict[str,
         ],
     }
     folder = working_dir / LOADED_FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{package.load_id}.json"
-    partial = folder / f".{package.load_id}.json.partial"
-    partial.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))
-    os.replace(partial, path)
-    for old in loaded_ids(working_dir)[:-KEPT_RECORDS]:
-        (folder / f"{old}.json").unlink(missing_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f".{package.load_id}.json.partial"
+        partial.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))
+        os.replace(partial, folder / f"{package.load_id}.json")
+        for old in loaded_ids(working_dir)[:-KEPT_RECORDS]:
+            (folder / f"{old}.json").unlink(missing_ok=True)
+    except OSError as exc:
+        # The package is loaded and its state committed: a record that cannot be written
+        # (a full disk) must not make the load look failed.
+        logger.warning(
+            "load package %s: its record could not be written to %s: %s", package.load_id, folder, exc
+        )
 
 
 def loaded_ids(working_dir: Path) -> list[str]:
