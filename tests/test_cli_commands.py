@@ -110,6 +110,14 @@ def test_version_and_the_list_of_pipelines(
     empty = succeeded(sparkload("pipeline", "--list", "--pipelines-dir", pipelines_dir / "none_here"))
     assert empty == f"no pipelines in {pipelines_dir / 'none_here'}\n"
 
+    one_line = failed(sparkload("pipeline", "none_here", "info", "--pipelines-dir", pipelines_dir))
+    assert one_line.startswith("error: pipeline 'none_here' has no pipeline.json")
+    debugged = sparkload("--debug", "pipeline", "none_here", "info", "--pipelines-dir", pipelines_dir)
+    assert debugged.returncode == 1
+    assert debugged.stderr.startswith("Traceback (most recent call last):")
+    last = debugged.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("sparkload.exceptions.SparkloadError: pipeline 'none_here'")
+
 
 # -- info --json ---------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@
 (``pipeline_commands``) and ``sparkload plan|apply <script>`` (``plan_commands``). The
 commands parse arguments and print; what they do is the library's.
 
-Every error ends the command with one line, ``error: ...``, on stderr and exit code 1.
+Every error ends the command with one line, ``error: ...``, on stderr and exit code 1
+(``sparkload --debug ...``: the error with its traceback).
 """
 
 from __future__ import annotations
@@ -29,12 +30,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         # fail again flushing stdout at exit, so it is pointed at /dev/null first.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except SparkloadError as exc:
+    except (SparkloadError, OSError) as exc:
+        # sparkload's errors say what went wrong and what to do; an OSError is a path the
+        # arguments name that the file system refused (too long, not readable).
+        if args.debug:
+            raise
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 1
-    except OSError as exc:
-        # The file system refused a path the arguments name (too long, not readable).
-        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+    except Exception as exc:
+        # Anything else is unexpected (an engine's error, a bug): its type helps, and
+        # --debug shows where it came from.
+        if args.debug:
+            raise
+        print(
+            f"error: {type(exc).__name__}: {one_line(str(exc))} (--debug shows the traceback)",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -43,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="sparkload", description="Inspect and manage sparkload pipelines; plan and apply their runs."
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument(
+        "--debug", action="store_true", help="on an error, raise it with its traceback instead of one line"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     pipeline_commands.add_parser(commands)
     plan_commands.add_parsers(commands)
