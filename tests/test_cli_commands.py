@@ -368,6 +368,11 @@ def test_plan_names_the_candidates_when_a_script_defines_several(tmp_path: Path)
         @sl.resource(name="users", primary_key="id", write_disposition="merge")
         def users():
             yield {"id": 1}
+
+
+        @sl.source
+        def api():
+            return daily, users
         """,
     )
     ambiguous = failed(sparkload("plan", script, "--execution-time", "2024-09-27"))
@@ -377,6 +382,10 @@ def test_plan_names_the_candidates_when_a_script_defines_several(tmp_path: Path)
     chosen = as_json(sparkload("plan", script, "--data", "users", "--execution-time", "2024-09-27", "--json"))
     assert [(t["table"], t["status"]) for t in chosen["tables"]] == [("users", "added")]
     assert chosen["intervals"] == []
+    # a source function is called, as the script would call it
+    whole = as_json(sparkload("plan", script, "--data", "api", "--execution-time", "2024-09-27", "--json"))
+    assert sorted(t["table"] for t in whole["tables"]) == ["daily", "users"]
+    assert [i["resource"] for i in whole["intervals"]] == ["daily"]
 
     assert failed(sparkload("plan", script, "--data", "daily", "--start", "2024-09-22")) == (
         "error: --start and --end go with --restate"

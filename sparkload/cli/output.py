@@ -32,9 +32,9 @@ def print_json(value: Any) -> None:
     print(to_json(value))
 
 
-def listing(label: str, items: Sequence[str], indent: str = "") -> str:
+def listing(label: str, items: Sequence[str], indent: str = "", empty: str = "(none)") -> str:
     """``label: a, b, c`` wrapped to the terminal, continuation lines indented."""
-    text = f"{indent}{label}: {', '.join(items) if items else '(none)'}"
+    text = f"{indent}{label}: {', '.join(items) if items else empty}"
     return "\n".join(
         textwrap.wrap(
             text,

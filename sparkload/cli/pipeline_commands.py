@@ -164,7 +164,7 @@ def _info(args: argparse.Namespace) -> int:
     print(f"destination: {destination.bucket_url or f'catalog {destination.catalog}'}")
     print(f"dataset: {pipeline.dataset_name} ({pipeline.dataset_uri})")
     print(f"state version: {state.get('_state_version', 0)}")
-    print(output.listing("pending load packages", pending).replace("(none)", "none"))
+    print(output.listing("pending load packages", pending, empty="none"))
     print("resources and their tables:")
     for name, names in resources.items():
         print(output.listing(name, names, indent="  "))
