@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkload.cli.output import table
+from sparkload.pipeline import load_packages as packages
 from sparkload.pipeline.listing import LocalPipeline
 from sparkload.pipeline.load_packages import LoadPackageInfo
 from sparkload.pipeline.schema import Schema
@@ -61,11 +62,11 @@ def _column_lines(columns: dict[str, dict[str, Any]]) -> list[str]:
 
 
 _STATE_NOTES = {
-    "extracted": "pending: the next run normalizes and loads it",
-    "normalized": "pending: the next run loads it",
-    "partially loaded": "pending: a load committed some of its tables; the next run finishes it",
-    "planned": "extracted by a plan: its apply() loads it, any other run discards it",
-    "loaded": "committed",
+    packages.EXTRACTED: "pending: the next run normalizes and loads it",
+    packages.NORMALIZED: "pending: the next run loads it",
+    packages.PARTIALLY_LOADED: "pending: a load committed some of its tables; the next run finishes it",
+    packages.PLANNED: "extracted by a plan: its apply() loads it, any other run discards it",
+    packages.LOADED: "committed",
 }
 
 
@@ -85,14 +86,14 @@ def package_lines(info: LoadPackageInfo) -> list[str]:
     rows: list[list[Any]] = []
     for entry in info.tables:
         row: list[Any] = [entry.table, entry.rows, entry.files]
-        if info.state == "loaded":
+        if info.state == packages.LOADED:
             row += [entry.disposition, entry.version]
-        if info.state == "partially loaded":
+        if info.state == packages.PARTIALLY_LOADED:
             row.append("yes" if entry.committed else "no")
         rows.append(row)
-    if info.state == "loaded":
+    if info.state == packages.LOADED:
         header += ["disposition", "version"]
-    if info.state == "partially loaded":
+    if info.state == packages.PARTIALLY_LOADED:
         header.append("committed")
     lines.append(f"tables: {len(info.tables)}" if info.tables else "tables: none")
     if info.tables:
