@@ -1,9 +1,10 @@
 """``sparkload pipeline <name> info|drop``, run as a real command against real pipelines.
 
-Every command runs in a subprocess of its own (``python -m sparkload``), with its own
-embedded engine, on Delta tables the test's pipeline wrote; tables are read back with
-delta-rs. A test that runs the pipeline again after a command makes the pipeline anew, as
-a new script would: a Pipeline object keeps the state it read.
+Every command runs in a subprocess of its own (the installed ``sparkload`` console script,
+``cli_process.py``), with its own embedded engine, on Delta tables the test's pipeline
+wrote; tables are read back with delta-rs. A test that runs the pipeline again after a
+command makes the pipeline anew, as a new script would: a Pipeline object keeps the state
+it read.
 """
 
 # The incrementals are declared as call defaults: that is dlt's API.
@@ -15,13 +16,12 @@ import datetime
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import deltalake
 import pytest
+from cli_process import sparkload, succeeded
 from conftest import delta_rows, user_columns
 
 import sparkload as sl
@@ -78,22 +78,6 @@ def loaded(make_pipeline: Any) -> sl.Pipeline:
 @pytest.fixture
 def pipelines_dir(tmp_path: Path) -> Path:
     return tmp_path / "pipelines"  # the one make_pipeline uses
-
-
-def sparkload(*args: Any, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sparkload", *(str(a) for a in args)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, RUST_LOG="error"),
-    )
-
-
-def succeeded(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
 
 
 def info_sources(out: str) -> dict[str, Any]:

@@ -64,7 +64,7 @@ from sparkload.normalize.contracts import apply_contract_to_hints, apply_schema_
 from sparkload.normalize.expectations import apply_expectations
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
-from sparkload.pipeline import pipeline_file, resource_tables, restatement, schedule
+from sparkload.pipeline import load_packages, pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.dataset_reader import ReadableDataset
@@ -754,6 +754,8 @@ class Pipeline:
                 rows_by_reason_of(package.load_id, normalized["tables"]),
             )
             info = info.followed_by(package_info)
+            # Its files go now: what `sparkload pipeline <name> load-package` shows of it stays.
+            load_packages.record_loaded(self.working_dir, package, [entry.to_dict() for entry in loads])
             package.delete()
         if info.loads_ids and self._schema_files.configured:
             state = self._synced_state()
@@ -837,6 +839,53 @@ class Pipeline:
         shutil.rmtree(self.working_dir, ignore_errors=True)
         self.working_dir.mkdir(parents=True, exist_ok=True)
         self._state = None
+
+    @_locked
+    def restore_working_folder(self) -> dict[str, Any]:
+        """Rebuild the working folder from the destination (dlt's ``pipeline sync``): its
+        state, packages and records go, and the state the destination committed last is
+        written in their place; returns that state. Normalized packages beside the dataset
+        stay: they are the destination's, and the next run loads them. Refused, with the
+        folder left as it is, when the destination holds no state of this pipeline."""
+        remote = state_store.read_destination(self.destination_dataset, self.pipeline_name)
+        if remote is None:
+            raise SparkloadError(
+                f"pipeline '{self.pipeline_name}' has no state in {self.dataset_uri}: nothing to "
+                "restore (the working folder is left as it is)"
+            )
+        shutil.rmtree(self.working_dir, ignore_errors=True)
+        pipeline_file.write_pipeline_file(self.working_dir, self.destination, self.dataset_name)
+        state_store.write_local(self.working_dir, remote)
+        self._state, self._state_synced = remote, True
+        return remote
+
+    # -- load packages (dlt's names) -------------------------------------------------------------
+    def list_extracted_load_packages(self) -> list[str]:
+        """Load ids of the packages extracted and waiting for normalize, oldest first."""
+        return [i.load_id for i in self.waiting_load_packages() if i.state == load_packages.EXTRACTED]
+
+    def list_normalized_load_packages(self) -> list[str]:
+        """Load ids of the normalized packages waiting for their load (partially loaded
+        ones included), oldest first."""
+        waiting = (load_packages.NORMALIZED, load_packages.PARTIALLY_LOADED)
+        return [i.load_id for i in self.waiting_load_packages() if i.state in waiting]
+
+    def list_completed_load_packages(self) -> list[str]:
+        """Load ids of the recently loaded packages this working folder recorded, oldest first."""
+        return load_packages.loaded_ids(self.working_dir)
+
+    def get_load_package_info(self, load_id: str) -> load_packages.LoadPackageInfo:
+        """A package, pending or recently loaded: its state, tables, rows and files."""
+        found = next((i for i in self.waiting_load_packages() if i.load_id == load_id), None)
+        found = found or load_packages.loaded_info(self.working_dir, load_id)
+        if found is None:
+            raise SparkloadError(f"pipeline '{self.pipeline_name}' has no load package {load_id}")
+        return found
+
+    def waiting_load_packages(self) -> list[load_packages.LoadPackageInfo]:
+        """Every package not loaded yet, oldest first: pending ones and those a plan
+        extracted for its apply()."""
+        return load_packages.pending_infos(self._extracted, self._staged)
 
     @_locked
     def drop_resources(
