@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from sparkload.common.folder import Folder
+from sparkload.common.local_files import write_atomically
 from sparkload.common.package import (
     EXTRACT_MANIFEST,
     LOADED_MANIFEST,
@@ -166,10 +166,7 @@ def record_loaded(working_dir: Path, package: LoadPackage, loads: list[dict[str,
     }
     folder = working_dir / LOADED_FOLDER
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / f".{package.load_id}.json.partial"
-        partial.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))
-        os.replace(partial, folder / f"{package.load_id}.json")
+        write_atomically(folder / f"{package.load_id}.json", orjson.dumps(record, option=orjson.OPT_INDENT_2))
         for old in loaded_ids(working_dir)[:-KEPT_RECORDS]:
             (folder / f"{old}.json").unlink(missing_ok=True)
     except OSError as exc:

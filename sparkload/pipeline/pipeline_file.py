@@ -7,12 +7,11 @@ to it by name alone, as dlt's command line attaches to a pipeline.
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 from pathlib import Path
 
 import orjson
 
+from sparkload.common.local_files import write_atomically
 from sparkload.destinations import DeltaDestination
 from sparkload.exceptions import DamagedFileError
 
@@ -37,16 +36,8 @@ def write_pipeline_file(working_dir: Path, destination: DeltaDestination, datase
     content = orjson.dumps(
         {key: value for key, value in fields.items() if value is not None}, option=orjson.OPT_INDENT_2
     )
-    # A file of its own per writer: two processes making the same pipeline at once must not
-    # rename each other's half-written file.
-    handle, partial = tempfile.mkstemp(dir=working_dir, prefix=f".{PIPELINE_FILE}.", suffix=".partial")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(content)
-        os.replace(partial, working_dir / PIPELINE_FILE)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
+    # Two processes making the same pipeline at once write it side by side.
+    write_atomically(working_dir / PIPELINE_FILE, content)
 
 
 def read_pipeline_file(working_dir: Path) -> PipelineFile | None:

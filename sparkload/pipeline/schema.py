@@ -43,6 +43,7 @@ import orjson
 import yaml
 
 from sparkload.common.hints import DATA_TYPES, LoadHints
+from sparkload.common.local_files import write_atomically
 from sparkload.common.naming import RESERVED_TABLE_PREFIX, normalize_table_name
 from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
 from sparkload.exceptions import SparkloadConfigError, TableNotFoundError
@@ -338,9 +339,9 @@ class SchemaFiles:
         """Write the export (the schema as loaded) and, as dlt does on a pipeline's first run,
         an import file holding the hints the resources declared when there is none yet."""
         if self.export_path is not None:
-            _write_atomically(self.export_path / self.file_name, schema.to_pretty_yaml())
+            write_atomically(self.export_path / self.file_name, schema.to_pretty_yaml().encode())
         if self.import_path is not None and not (self.import_path / self.file_name).exists():
-            _write_atomically(self.import_path / self.file_name, declared.to_pretty_yaml())
+            write_atomically(self.import_path / self.file_name, declared.to_pretty_yaml().encode())
 
 
 def declared_schema(name: str, state: Mapping[str, Any]) -> Schema:
@@ -406,10 +407,3 @@ def _with_imported(hints: LoadHints, imported: Mapping[str, Mapping[str, Any]]) 
         primary_key=hints.primary_key or imported_key("primary_key"),
         merge_key=hints.merge_key or imported_key("merge_key"),
     )
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)

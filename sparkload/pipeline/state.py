@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import datetime
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.local_files import write_atomically
 from sparkload.common.time import now
 from sparkload.load import compaction, key_bounds
 from sparkload.load.dataset import Dataset
@@ -95,11 +95,7 @@ def read_local(working_dir: Path) -> dict[str, Any] | None:
 
 
 def write_local(working_dir: Path, state: dict[str, Any]) -> None:
-    working_dir.mkdir(parents=True, exist_ok=True)
-    path = working_dir / STATE_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(dumps_state(state, indent=True))
-    os.replace(tmp, path)
+    write_atomically(working_dir / STATE_FILE, dumps_state(state, indent=True))
 
 
 def read_destination(dataset: Dataset, pipeline_name: str, known_version: int = 0) -> dict[str, Any] | None:

@@ -8,12 +8,11 @@ file renamed over the old one), so a reader sees a whole trace, the last or the 
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 import orjson
 
+from sparkload.common.local_files import write_atomically
 from sparkload.pipeline.trace import PipelineTrace
 
 TRACE_FILE = "trace.json"
@@ -27,17 +26,7 @@ def trace_json(trace: PipelineTrace) -> bytes:
 
 
 def save_trace(working_dir: Path, trace: PipelineTrace) -> None:
-    content = trace_json(trace)
-    working_dir.mkdir(parents=True, exist_ok=True)
-    # A temp file of its own per writer, renamed over the old trace.
-    handle, partial = tempfile.mkstemp(dir=working_dir, prefix=f".{TRACE_FILE}.", suffix=".partial")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(content)
-        os.replace(partial, working_dir / TRACE_FILE)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
+    write_atomically(working_dir / TRACE_FILE, trace_json(trace))
 
 
 def read_trace(working_dir: Path) -> PipelineTrace | None:
