@@ -4,7 +4,7 @@
   front (a list, an Arrow table, a pandas frame; see ``extract.items.rows_known_up_front``);
 - normalize and load tick once per table, naming it.
 
-The extractor reports once per batch of rows (``extract.extractor._BATCH``), and a
+The extractor reports once per 10,000 rows (``extract.extractor._REPORT_EVERY``), and a
 display does no more than a subtraction and a clock read per report, so progress costs
 nothing per row. ``tqdm.auto`` draws a widget in a notebook (with ipywidgets) and a text
 bar elsewhere; it is imported only when a bar is asked for.
@@ -156,7 +156,7 @@ class Progress:
             self._display.total(count)
 
     def items(self, count: int) -> None:
-        """The rows extracted so far (called once per batch of rows, not per row)."""
+        """The rows extracted so far (called once per 10,000 rows, not per row)."""
         if self._display is not None:
             self._display.items(count)
 
