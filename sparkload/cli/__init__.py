@@ -1,6 +1,6 @@
 """The ``sparkload`` command line.
 
-``sparkload pipeline --list``, ``sparkload pipeline <name> info|schema|load-package|drop|sync``
+``sparkload pipeline --list``, ``sparkload pipeline <name> info|trace|schema|load-package|drop|sync``
 (``pipeline_commands``) and ``sparkload plan|apply <script>`` (``plan_commands``). The
 commands parse arguments and print; what they do is the library's.
 
@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+import sparkload
 from sparkload.cli import pipeline_commands, plan_commands
 from sparkload.cli.output import one_line
 from sparkload.exceptions import SparkloadError
@@ -67,6 +68,4 @@ def _version() -> str:
     try:
         return importlib.metadata.version("sparkload")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
-        from sparkload import __version__
-
-        return __version__
+        return sparkload.__version__

@@ -16,6 +16,7 @@ from typing import Any
 
 from sparkload.config.resolved import redact_strings, redact_text, resolved_names
 from sparkload.exceptions import PipelineStepFailed
+from sparkload.pipeline import html_tables
 from sparkload.pipeline.load_info import LoadInfo, StepTiming
 
 OK = "ok"
@@ -192,9 +193,7 @@ class PipelineTrace:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from sparkload.pipeline.html_tables import trace_html
-
-        return trace_html(self)
+        return html_tables.trace_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))  # IPython's plain-text display: one line per step
