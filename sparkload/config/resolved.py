@@ -17,10 +17,10 @@ from typing import Any
 
 from sparkload.config.secret import REDACTED
 
-# A secret shorter than this is replaced only where it stands as a token of its own (not
-# inside a longer word or number): "pw" replaced inside every "pwd" and "5" inside every
-# line number would leave a traceback unreadable.
-_SUBSTRING_MIN = 4
+# A secret shorter than this is not replaced: it cannot be told from the trace's own text.
+# The record is the process's, so a "2" resolved as some pipeline's secret would turn every
+# page number, line number and load id with a 2 in it into *** in every trace after it.
+_SHORTEST_REDACTED = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,12 +103,7 @@ def _secret_pattern() -> re.Pattern[str] | None:
         if _pattern is None and _secrets:
             # Longest first, so a secret containing another is replaced whole.
             texts = sorted(_secrets, key=len, reverse=True)
-            _pattern = re.compile(
-                "|".join(
-                    re.escape(text) if len(text) >= _SUBSTRING_MIN else rf"(?<!\w){re.escape(text)}(?!\w)"
-                    for text in texts
-                )
-            )
+            _pattern = re.compile("|".join(re.escape(text) for text in texts))
         return _pattern
 
 
@@ -125,7 +120,7 @@ def _secret_texts(value: Any) -> Iterator[str]:
             yield from _secret_texts(item)
     elif isinstance(value, (str, int, float)):
         text = str.__str__(value) if isinstance(value, str) else str(value)
-        if text.strip():  # blanks would match between any two words
+        if len(text.strip()) >= _SHORTEST_REDACTED:  # blanks would match between any two words
             yield text
             escaped = repr(text)[1:-1]
             if escaped != text:
