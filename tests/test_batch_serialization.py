@@ -68,6 +68,8 @@ def test_plain_rows_are_written_in_one_piece() -> None:
         pytest.param({"id": 1, "x": float("inf"), "y": None}, id="an infinity beside a None"),
         pytest.param({"id": 1, "big": 2**60}, id="an int beyond 53 bits"),
         pytest.param({"id": 1, "text": "\x00T2024"}, id="a real string that begins with NUL"),
+        pytest.param({"id": 1, "text": "[1, 2]"}, id="a string that begins as a JSON list"),
+        pytest.param({"id": 1, "text": "{}"}, id="a string that begins as a JSON object"),
     ],
 )
 def test_a_row_the_cut_or_the_checks_cannot_vouch_for_sends_the_batch_row_by_row(row: dict[str, Any]) -> None:

@@ -452,6 +452,27 @@ def test_a_dict_where_a_scalar_came_first_goes_to_the_json_variant(pipeline: sl.
     assert rebuilt[2]["a"].value == [1.5, "NaN"]
 
 
+def test_a_list_or_dict_where_a_string_came_first_goes_to_the_json_variant(pipeline: sl.Pipeline) -> None:
+    # The engine reads a field of strings and lists as text, each list as its JSON text:
+    # the lists were stored in the text column as if they were strings, their type lost.
+    # Real strings that look like JSON stay text.
+    items = [
+        {ROW_KEY: 0, "a": ""},
+        {ROW_KEY: 1, "a": [False]},
+        {ROW_KEY: 2, "a": {"d": datetime.date(2024, 2, 29), "s": "[x"}},
+        {ROW_KEY: 3, "a": "[not, json"},
+        {ROW_KEY: 4, "a": '{"looks": "like json"}'},
+        {ROW_KEY: 5, "a": ["\x00x", "{y"]},
+    ]
+    rebuilt = load_and_read_back(pipeline, items)
+    assert rebuilt[0] == {ROW_KEY: 0, "a": ""}
+    assert rebuilt[1]["a"].value == [False]
+    assert rebuilt[2]["a"].value == {"d": "2024-02-29", "s": "[x"}
+    assert rebuilt[3] == {ROW_KEY: 3, "a": "[not, json"}
+    assert rebuilt[4] == {ROW_KEY: 4, "a": '{"looks": "like json"}'}
+    assert rebuilt[5]["a"].value == ["\x00x", "{y"]
+
+
 def test_a_renamed_key_keeps_its_variant_values_apart(pipeline: sl.Pipeline) -> None:
     # userId collides with user_id and becomes user_id_1; its text variant was named
     # user_id__v_text, the variant column of the other key.

@@ -402,6 +402,7 @@ class Extractor:
         find, count, tag_count = serializer.find, serializer.count, serializer.tag_count
         backslash, null, nul_string = serializer.backslash, serializer.null, serializer.nul_string
         holds_special_float, dumps_escaped = serializer.holds_special_float, serializer.dumps_escaped
+        opens_like_json = serializer.opens_like_json
         lines: list[bytes] = []
         append = lines.append
         for item in rows:
@@ -410,7 +411,7 @@ class Extractor:
                 line = dumps(item, default=default, option=options)
                 # orjson writes NaN and infinities as null: only then look at the floats.
                 nulls = count(line, null)
-                if nulls and holds_special_float(item, nulls):
+                if (nulls and holds_special_float(item, nulls)) or opens_like_json(line):
                     line = dumps_escaped(item)
                 elif find(line, backslash) != -1 and find(line, nul_string) != -1:
                     line = check_tags(item, line, before)

@@ -69,6 +69,11 @@ _NUL_STRING = b'"\\u0000'
 _BACKSLASH = b"\\"
 # orjson writes NaN and infinities as null: only a line holding null can have lost one.
 _NULL = b"null"
+# A string value that begins with [ or {. Where a field holds strings and also lists or
+# dicts, the engine reads it as text, the lists and dicts as their JSON text: such a
+# string is escaped (as a NUL-led one is), so that text can only be JSON.
+_OPENS_LIST, _OPENS_DICT = b'"[', b'"{'
+_CONTAINER_OPENERS = ("[", "{")
 _NONE_TYPE = type(None)
 # Values has_special_float skips at once: no float can be inside them.
 _PLAIN = frozenset({str, int, bool, _NONE_TYPE})
@@ -105,7 +110,7 @@ def dumps_row(item: dict[str, Any]) -> bytes:
             raise
         return dumps_escaped(item)
     nulls = line.count(_NULL)
-    if nulls and holds_special_float(item, nulls):
+    if (nulls and holds_special_float(item, nulls)) or opens_like_json(line):
         return dumps_escaped(item)
     if line.find(_BACKSLASH) != -1 and line.find(_NUL_STRING) != -1:
         line = check_tags(item, line, before)
@@ -128,7 +133,7 @@ def dumps_rows(rows: list[dict[str, Any]]) -> bytes | None:
     exactly once per boundary. None also when a value needs the per-row path: an int beyond
     53 bits or a value orjson refuses (an error there names the row), a NaN or an infinity
     (more nulls than the rows' top-level Nones), a real string that begins with NUL (more
-    escaped NULs than tags written).
+    escaped NULs than tags written), a string that may begin with [ or {.
     """
     if not rows:
         return b""
@@ -144,12 +149,21 @@ def dumps_rows(rows: list[dict[str, Any]]) -> bytes | None:
         return None
     if text.find(_BACKSLASH) != -1 and text.count(_NUL_STRING) > _per_thread.tags[0] - before:
         return None
+    if opens_like_json(text):
+        return None
     return text[1:-1].replace(_ROW_JOIN, b"}\n{") + b"\n"
+
+
+def opens_like_json(line: bytes) -> bool:
+    """Whether a string in ``line`` may begin with [ or { (a key or a quote inside a string
+    may match too: the slow path then changes nothing)."""
+    return line.find(_OPENS_LIST) != -1 or line.find(_OPENS_DICT) != -1
 
 
 def dumps_escaped(item: dict[str, Any]) -> bytes:
     """The slow path for a row holding an integer beyond ±2**53, a NaN or an infinity, or
-    a string that begins with NUL: each such value is tagged (see escape_tagged_strings)."""
+    a string that begins with NUL, [ or {: each such value is tagged (see
+    escape_tagged_strings)."""
     return orjson.dumps(escape_tagged_strings(item), default=_default, option=_WIDE_OPTIONS)
 
 
@@ -177,6 +191,7 @@ class BatchSerializer:
     backslash: bytes
     null: bytes
     holds_special_float: Callable[[dict[str, Any], int], bool]
+    opens_like_json: Callable[[bytes], bool]
     dumps_escaped: Callable[[dict[str, Any]], bytes]
 
 
@@ -193,6 +208,7 @@ def batch_serializer() -> BatchSerializer:
         backslash=_BACKSLASH,
         null=_NULL,
         holds_special_float=holds_special_float,
+        opens_like_json=opens_like_json,
         dumps_escaped=dumps_escaped,
     )
 
@@ -290,13 +306,13 @@ def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], 
 
 
 def escape_tagged_strings(item: Any) -> Any:
-    """Escape real strings that begin with NUL, tag integers beyond ±2**53 and tag NaN and
+    """Escape real strings that begin with NUL, [ or {, tag integers beyond ±2**53 and tag NaN and
     infinities (slow path, only for a row that has one)."""
     if isinstance(item, dict):
         return {key: escape_tagged_strings(value) for key, value in item.items()}
     if isinstance(item, (list, tuple)):
         return [escape_tagged_strings(value) for value in item]
-    if isinstance(item, str) and item.startswith(TAG):
+    if isinstance(item, str) and (item.startswith(TAG) or item.startswith(_CONTAINER_OPENERS)):
         return TAG_STRING + item
     if isinstance(item, int) and not isinstance(item, bool) and abs(item) > _SAFE_INT:
         if item not in _INT64:

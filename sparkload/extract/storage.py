@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from sparkload.common.package import ARROW_DIR, JSON_DIR, SPARK_DIR, SPARK_PART_PREFIX
 from sparkload.common.tags import TAG_JSON, TAG_STRING, TAG_TIME
 from sparkload.extract.items import to_arrow
-from sparkload.extract.serialize import dumps_row
+from sparkload.extract.serialize import dumps_row, opens_like_json
 
 _FLUSH_BYTES = 4 * 1024 * 1024
 # Small enough that the schema of a finished file is inferred while the next one is written.
@@ -224,7 +224,7 @@ def stage_jsonl(source: Path, target: Path) -> int:
                 continue
             _check_json_object(source, number, line)
             rows += 1
-            if not line.endswith(b"\n") or _ESCAPED_NUL in line:
+            if not line.endswith(b"\n") or _needs_escaping(line):
                 clean = False
     if clean:
         _link_or_copy(source, target)
@@ -233,10 +233,16 @@ def stage_jsonl(source: Path, target: Path) -> int:
         for line in lines:
             if not line.strip():
                 continue
-            if _ESCAPED_NUL in line:
+            if _needs_escaping(line):
                 line = dumps_row(orjson.loads(line))
             out.write(line if line.endswith(b"\n") else line + b"\n")
     return rows
+
+
+def _needs_escaping(line: bytes) -> bool:
+    """Whether an imported line may hold a string extract escapes: one that begins with NUL
+    (it would read as a tag), [ or { (it would read as a list's or dict's JSON text)."""
+    return _ESCAPED_NUL in line or opens_like_json(line)
 
 
 def stage_parquet(source: Path, target: Path) -> int:

@@ -352,8 +352,10 @@ class _Rewriter:
                     self._refuse_too_deep(value, key_path, depth)
                 out[name] = self.rewrite(value, key_path, level + 1, depth + 1)
             elif value_type in ("object", "array"):
-                # A nested value where a scalar was seen first: kept whole, as JSON text.
-                out[name + VARIANT_KEY_MARK + "json"] = orjson.dumps(_untagged(value)).decode()
+                # A nested value where a scalar was seen first: kept whole, as JSON text,
+                # tagged as such (untagged text that begins with [ or { is read as the
+                # engine's text of a list or dict, whose strings still carry their tags).
+                out[name + VARIANT_KEY_MARK + "json"] = TAG_JSON + orjson.dumps(_untagged(value)).decode()
             else:
                 if value_type == "double" and self.types.doubles_tagged(key_path):
                     value = _double_tag(value)  # beside the tagged ones in the variant key

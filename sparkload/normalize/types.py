@@ -48,6 +48,7 @@ STRING_KINDS = (
     "bigint_tag",
     "double_tag",
     "json_tag",
+    "json_text",
     "iso",
     "text",
 )
@@ -71,6 +72,9 @@ KIND_TYPE = {
     "bigint_tag": "bigint",
     "double_tag": "double",
     "json_tag": "json",
+    # A list or dict in a field that also holds strings: the engine reads the field as text
+    # and the list or dict as its JSON text (extract escapes real strings that begin so).
+    "json_text": "json",
     "iso": "timestamp",
     "text": "text",
     "bigint": "bigint",
@@ -93,7 +97,7 @@ ABSORBS = {
     "date": {"date", "date_tag"},
     "time": {"time_tag"},
     "binary": {"binary", "binary_tag"},
-    "json": {"json", "json_tag"},
+    "json": {"json", "json_tag", "json_text"},
 }
 # When two types absorb equally many values, the earlier one wins (deterministic).
 TYPE_PREFERENCE = ("text", "double", "decimal", "bigint", "timestamp", "date", "bool", "binary", "time")
@@ -164,8 +168,12 @@ def kind_condition(kind: str, column: Column) -> Column:
     if kind == "iso":
         return is_iso
     untagged = ~column.startswith(TAG)
-    # text: untagged strings that are not timestamps, and escaped strings that began with NUL
-    return (untagged & ~is_iso) | column.startswith(TAG_STRING)
+    # Untagged text that begins as JSON does: extract escapes every real string that does.
+    is_json_text = untagged & (column.startswith("[") | column.startswith("{"))
+    if kind == "json_text":
+        return is_json_text
+    # text: untagged strings that are neither timestamps nor JSON text, and escaped strings
+    return (untagged & ~is_iso & ~is_json_text) | column.startswith(TAG_STRING)
 
 
 def tag_payload(column: Column) -> Column:
@@ -188,6 +196,10 @@ def converter(kind: str, target: T.DataType) -> Callable[[Column], Column]:
         return lambda c: F.to_date(tag_payload(c))
     if kind in ("time_tag", "json_tag"):
         return tag_payload
+    if kind == "json_text":
+        # The engine's text of the list or dict, with serialization's tags taken off its
+        # strings as ``json_text`` takes them off a nested value's.
+        return lambda c: F.regexp_replace(c, _TAG_IN_JSON, '$1"')
     if kind == "decimal_tag":
         return lambda c: tag_payload(c).cast(target)
     if kind == "binary_tag":
