@@ -106,10 +106,20 @@ def _let_pyspark_connect_from_inline_code() -> None:
         os.environ["SPARK_HOME"] = os.path.dirname(os.path.abspath(pyspark.__file__))
 
 
+# Sessions stopped by release_session, kept until the process ends. PySpark's Spark Connect
+# session closes, in __del__, the thread pool every session shares for releasing results;
+# a session in a reference cycle (its catalog refers back to it) is freed by the cyclic GC
+# at any moment, and when that moment falls inside the same pool's submit() the process
+# deadlocks on the pool's lock. A stopped session never freed never gets there.
+_stopped: list[Any] = []
+
+
 def release_session(url: str) -> None:
     """Stop and forget the session to ``url`` (before its server goes away: PySpark's exit
     hook would otherwise keep retrying a dead server)."""
     with _lock:
         session = _sessions.pop(url, None)
+        if session is not None:
+            _stopped.append(session)
     if session is not None:
         session.stop()
