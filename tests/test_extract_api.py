@@ -544,6 +544,34 @@ def test_transformer_receives_the_page_its_parent_yielded(pipeline: sl.Pipeline)
     assert sorted(r["name"] for r in delta_rows(pipeline, "pokemon")) == ["bulbasaur", "ivysaur"]
 
 
+def test_transformer_arguments_left_out_keep_their_defaults_for_every_parent_item(
+    pipeline: sl.Pipeline,
+) -> None:
+    # Nothing in the config gives `extra` or `n`: every call, not only the first, gets the
+    # function's own defaults (a copy of "nothing configured" once replaced them).
+    received: list[tuple[Any, int, list[int]]] = []
+
+    @sl.resource(selected=False)
+    def parents() -> Iterator[dict[str, Any]]:
+        yield from ({"id": i} for i in range(3))
+
+    @sl.transformer(data_from=parents)
+    def children(
+        item: dict[str, Any], extra: Any = None, n: int = 5, seen: list[int] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        received.append((extra, n, list(seen or [])))
+        yield {"id": item["id"], "n": n, "extra": extra}
+
+    pipeline.run(children)
+
+    assert received == [(None, 5, [])] * 3
+    assert [(r["id"], r["n"]) for r in delta_rows(pipeline, "children", order_by="id")] == [
+        (0, 5),
+        (1, 5),
+        (2, 5),
+    ]
+
+
 # -- run() overrides -------------------------------------------------------------------------
 
 

@@ -77,7 +77,7 @@ def bind_config(
                 bound.arguments[name] = TSecretValue(value)  # keep it out of reprs too
             continue
         if not required and configured_defaults is not None and name in configured_defaults:
-            resolved = copy.deepcopy(configured_defaults[name])  # the function may change it
+            resolved = _fresh_copy(configured_defaults[name])
         else:
             providers = load_providers() if providers is None else providers
             paths = lookup_keys(sections, name, pipeline_name, other_sections)
@@ -103,6 +103,13 @@ def bind_config(
 
 
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+def _fresh_copy(configured: Any) -> Any:
+    """A configured value as a copy the function may change; MISSING (nothing configured, so
+    the parameter keeps its default) as itself: a copy of the sentinel is a new object that
+    no ``is MISSING`` test recognises, and it would replace the default."""
+    return configured if configured is MISSING else copy.deepcopy(configured)
 
 
 def _annotation(param: inspect.Parameter) -> Any:
