@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -295,6 +296,40 @@ def test_colliding_keys_keep_their_columns_across_loads(pipeline: sl.Pipeline) -
     rows = user_columns(delta_rows(pipeline, "collide", order_by="id"))
     columns = {name: [row[name] for row in rows] for name in ("a_b", "a_b_1")}
     assert sorted(columns.values()) == [["spaced-1", "spaced-2"], ["underscored-1", "underscored-2"]]
+
+
+@pytest.mark.parametrize("hint", ["primary_key", "merge_key"])
+def test_a_hint_on_a_column_two_keys_normalize_to_is_refused_and_the_loaded_one_works(
+    pipeline: sl.Pipeline, hint: str
+) -> None:
+    # "Id" and "id" both normalize to `id`; "Id" loads as `id_1`. A key "Id" normalized to
+    # `id` would merge on the other key's values (Id=2 lost, Id=1 doubled).
+    rows = [{"Id": 1, "id": 10, "v": "a"}, {"Id": 2, "id": 10, "v": "b"}]
+    given: dict[str, Any] = {
+        "primary_key": {"primary_key": "Id"},
+        "merge_key": {"primary_key": "v", "merge_key": "Id"},
+    }[hint]
+    pipeline.run([{"Id": 0, "id": 0, "v": "z"}], table_name="other")
+    before = snapshot(pipeline, "other")
+
+    with pytest.raises(PipelineStepFailed) as failure:
+        pipeline.run(rows, table_name="ids", write_disposition="merge", **given)
+
+    message = str(failure.value)
+    assert "table 'ids'" in message
+    assert "'id' is ambiguous" in message
+    assert "'Id' as 'id_1'" in message
+    assert not (Path(pipeline.dataset_uri) / "ids").exists()
+    assert snapshot(pipeline, "other") == before
+
+    # Named by the column it loads as, the key matches the right values.
+    pipeline.drop_pending_packages()
+    pipeline.run(rows, table_name="ids", write_disposition="merge", primary_key="id_1")
+    pipeline.run(
+        [{"Id": 1, "id": 11, "v": "a2"}], table_name="ids", write_disposition="merge", primary_key="id_1"
+    )
+    got = [(r["id_1"], r["id"], r["v"]) for r in user_columns(delta_rows(pipeline, "ids", order_by="id_1"))]
+    assert got == [(1, 11, "a2"), (2, 10, "b")]
 
 
 # -- numbers that do not fit --------------------------------------------------------------------

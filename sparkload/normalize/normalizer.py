@@ -30,6 +30,7 @@ from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, RO
 from sparkload.exceptions import DamagedFileError, NormalizeError
 from sparkload.normalize.columns import Flattened, NestedList, case_collisions, flatten, flatten_element
 from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_types, split_conflicts
+from sparkload.normalize.hinted_collisions import refuse_hints_on_collided_columns
 from sparkload.normalize.infer import ColumnSpec, infer_columns
 from sparkload.normalize.json_schema import INFER_ALL, needs_rewrite
 from sparkload.normalize.system_keys import refuse_repeated_ids, take_system_columns
@@ -157,6 +158,7 @@ class TableNormalizer:
             self.max_nesting,
             whole=_json_columns(self.column_hints),
         )
+        refuse_hints_on_collided_columns(table, self.hints, flat.collisions)
         given_id = take_system_columns(flat, table, root=True, disposition=self.hints.disposition)
         # Unique within the load (Spark's partition-aware counter) and across loads (the
         # load id); drawn once here and stored, so every retry of the load reuses it. The

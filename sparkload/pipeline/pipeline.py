@@ -592,7 +592,12 @@ class Pipeline:
             if not staged.is_normalized():
                 staged.delete()  # what a normalize cut short left behind
                 with pipeline_step(
-                    "normalize", package.load_id, trace=trace, progress=self.progress, cleanup=staged.delete
+                    "normalize",
+                    package.load_id,
+                    trace=trace,
+                    progress=self.progress,
+                    cleanup=staged.delete,
+                    advice=_package_advice,
                 ) as step:
                     step.tables = _normalized_counts(self._normalize_package(package, staged))
             # The staged package now carries everything the load needs.
@@ -711,7 +716,7 @@ class Pipeline:
                 package.delete()
                 continue
             with pipeline_step(
-                "load", package.load_id, trace=trace, progress=self.progress, advice=_load_advice
+                "load", package.load_id, trace=trace, progress=self.progress, advice=_package_advice
             ) as step:
                 normalized = package.read(NORMALIZE_MANIFEST)
                 _refuse_damaged_normalized_files(package, normalized.get("files", {}))
@@ -940,8 +945,8 @@ class Pipeline:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
 
 
-def _load_advice(error: Exception) -> str:
-    """What a failed load's message ends with: what became of its package."""
+def _package_advice(error: Exception) -> str:
+    """What a failed normalize's or load's message ends with: what became of its package."""
     if isinstance(error, OvertakenPackageError):
         return "Nothing of it was loaded; pipeline.drop_pending_packages() discards it"
     if isinstance(error, (DamagedFileError, DestinationStateMissingError)):
