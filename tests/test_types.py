@@ -674,11 +674,6 @@ def test_the_write_guard_refuses_a_frame_wider_than_its_table(
 
 # -- NaN and infinities: JSON has neither, orjson would write null ---------------------------
 NAN, INF = float("nan"), float("inf")
-# Sail 0.7.2 reads a Parquet double column whose non-NaN values are all equal (min == max in
-# the file's statistics, which leave NaN out) as that one value, NaN included. The tables
-# below are correct on disk (delta-rs reads them back), so each float column of a test keeps
-# two different non-NaN values per file, or none, so that Spark reads it back faithfully too;
-# test_arrow_nan_beside_one_repeated_value_survives_staging shows the engine bug itself.
 
 
 def floats(values: list[Any]) -> list[Any]:
@@ -935,17 +930,33 @@ def test_arrow_nan_and_infinities_keep_their_value(pipeline: sl.Pipeline) -> Non
         assert floats([r["x32"] for r in rows]) == [1.5, "nan", INF, -INF, None]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="Sail 0.7.2 reads a Parquet column whose non-NaN values are all equal as that value",
-)
 def test_arrow_nan_beside_one_repeated_value_survives_staging(pipeline: sl.Pipeline) -> None:
-    """The staged Parquet holds [1.5, NaN]; its statistics say min = max = 1.5 (Parquet leaves
-    NaN out), and the engine reading it back returns 1.5 twice, so the table gets 1.5 twice."""
+    """The staged Parquet holds [1.5, NaN]. With statistics min = max = 1.5 (Parquet leaves
+    NaN out) the embedded engine would read 1.5 twice; staged files carry none."""
     pipeline.run(pa.table({"id": [1, 2], "x": [1.5, NAN]}), table_name="arrow_nan")
 
-    assert floats([r["x"] for r in delta_rows(pipeline, "arrow_nan", order_by="id")]) == [1.5, "nan"]
+    for rows in both_readers(pipeline, "arrow_nan"):
+        assert floats([r["x"] for r in sorted(rows, key=lambda r: r["id"])]) == [1.5, "nan"]
+
+
+@pytest.mark.parametrize("strategy", ["delete-insert", "upsert", "scd2"])
+def test_a_merge_that_rewrites_a_file_holding_a_nan_keeps_it(pipeline: sl.Pipeline, strategy: str) -> None:
+    """A table file whose doubles are [1.5, NaN, 1.5]: Delta's statistics say min = max = 1.5,
+    which the embedded engine read as a constant column, and a MERGE rewriting the file stored
+    1.5 over the NaN."""
+    hints: dict[str, Any] = {"write_disposition": {"disposition": "merge", "strategy": strategy}}
+    rows = [{"id": 1, "x": 1.5}, {"id": 2, "x": NAN}, {"id": 3, "x": 1.5}]
+    pipeline.run(rows, table_name="nan_merge", primary_key="id", **hints)
+    # scd2 takes the whole snapshot (rows left out are retired); the others only the change.
+    changed = [{"id": 3, "x": 2.5}]
+    second = [{"id": 1, "x": 1.5}, {"id": 2, "x": NAN}, *changed] if strategy == "scd2" else changed
+    pipeline.run(second, table_name="nan_merge", primary_key="id", **hints)
+
+    for read in (delta_rows, spark_rows):
+        current = [
+            r for r in read(pipeline, "nan_merge", order_by="id") if r.get("_sparkload_valid_to") is None
+        ]
+        assert floats([r["x"] for r in current]) == [1.5, "nan", 2.5]
 
 
 def test_pandas_infinities_keep_their_value(pipeline: sl.Pipeline) -> None:

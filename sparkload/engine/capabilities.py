@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from sparkload.common.engine_family import is_apache_spark
+
 _lock = threading.Lock()
 # id(session) → whether the engine answers ``DESCRIBE HISTORY`` (Delta on Apache Spark
 # and Databricks do; Sail 0.7 does not parse it).
@@ -36,22 +38,7 @@ def commit_history(spark: Any, table_sql: str, newest: int) -> list[Any] | None:
     return list(rows)
 
 
-# id(session) → whether a MERGE reads only the target files a target-only condition in its
-# ON clause lets through (Delta on Apache Spark: yes; Sail 0.7.2 joins every file).
-_merge_skips: dict[int, bool] = {}
-
-
 def merge_skips_files(spark: Any) -> bool:
-    """Whether the engine's MERGE skips target files by a condition on the target alone.
-
-    Learnt from what the engine says it is: Apache Spark (and Databricks) answer
-    ``version()`` with the Spark version the session reports; Sail answers with its own.
-    """
-    with _lock:
-        known = _merge_skips.get(id(spark))
-    if known is None:
-        answer = str(spark.sql("SELECT version()").collect()[0][0])
-        known = answer.split(" ")[0] == str(spark.version)
-        with _lock:
-            _merge_skips[id(spark)] = known
-    return known
+    """Whether the engine's MERGE skips target files by a condition on the target alone
+    (Delta on Apache Spark: yes; Sail 0.7.2 joins every file)."""
+    return is_apache_spark(spark)

@@ -21,12 +21,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sparkload.common.engine_family import write_parquet
 from sparkload.common.package import ARROW_DIR, JSON_DIR, SPARK_DIR, SPARK_PART_PREFIX
 from sparkload.common.tags import TAG_JSON, TAG_STRING, TAG_TIME
 from sparkload.extract.items import to_arrow
 from sparkload.extract.serialize import dumps_row, opens_like_json
 
 _FLUSH_BYTES = 4 * 1024 * 1024
+# Staged Parquet is read whole, so its column statistics serve no reader; and the embedded
+# engine (Sail 0.7.2) takes a double column whose statistics say min = max for a constant,
+# reading [1.5, NaN] as [1.5, 1.5] (Parquet statistics leave NaN out).
+STAGED_STATISTICS = False
 # Small enough that the schema of a finished file is inferred while the next one is written.
 _ROTATE_BYTES = 16 * 1024 * 1024
 
@@ -80,7 +85,7 @@ class TableFiles:
             part = self._arrow_parts
             self._arrow_parts += 1
             self.rows += table.num_rows
-        pq.write_table(staged, target / f"part-{part:05d}.parquet")
+        pq.write_table(staged, target / f"part-{part:05d}.parquet", write_statistics=STAGED_STATISTICS)
 
     def write_spark(self, frame: Any) -> None:
         """Have the engine write ``frame`` (a Spark DataFrame with staged columns) as one
@@ -95,7 +100,7 @@ class TableFiles:
             part = self._spark_parts
             self._spark_parts += 1
         temporary = target / f".writing-{part:05d}-{uuid.uuid4().hex}"
-        frame.write.mode("error").parquet(str(temporary))
+        write_parquet(frame, str(temporary), "error")
         # The row count from the Parquet footers of the local folder: no engine job.
         rows = sum(
             pq.ParquetFile(path).metadata.num_rows for path in temporary.glob("*.parquet") if path.is_file()
@@ -265,7 +270,7 @@ def stage_parquet(source: Path, target: Path) -> int:
                 for batch in parquet.iter_batches():
                     staged = stage_arrow(to_arrow(batch))
                     if writer is None:
-                        writer = pq.ParquetWriter(target, staged.schema)
+                        writer = pq.ParquetWriter(target, staged.schema, write_statistics=STAGED_STATISTICS)
                     writer.write_table(staged)
             finally:
                 if writer is not None:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from sparkload.common.engine_family import write_parquet
 from sparkload.common.folder import Folder
 
 # Written after the frame's files: a frame without it is an attempt a crash cut short.
@@ -39,7 +40,7 @@ class FixedFrames:
         if not target.exists(_SCHEMA_FILE) or self._stale(target, version):
             target.remove(_SCHEMA_FILE)
             frame = compute()
-            frame.write.mode("overwrite").parquet(target.uri)
+            write_parquet(frame, target.uri, "overwrite")
             if version is not None:
                 target.write(_VERSION_FILE, version.encode())
             target.write(_SCHEMA_FILE, frame.schema.json().encode())

@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from sparkload.common import file_lock
+from sparkload.common.engine_family import misreads_float_statistics
 from sparkload.common.folder import filesystem
 from sparkload.common.sql import delta_path, quote
 from sparkload.common.system_columns import ID
@@ -35,10 +36,33 @@ from sparkload.load import delta_log
 # keys into 10,000,000 rows rewrites about 480,000 rows (0.23–0.28 s), with 16 MiB about
 # 2,240,000 (0.64 s); see docs/performance.md.
 TARGET_FILE_SIZE = 4 * 1024 * 1024
+# The table property naming the columns whose min/max the Delta log keeps for file skipping.
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
+# Delta's default: statistics for the first 32 columns.
+STATS_COLUMN_COUNT = 32
 # How many of a table's newest commits are searched for a load's tag.
 NEWEST_COMMITS = 20
 # The folder beside a dataset's tables holding their commit locks (``table_lock``).
 LOCKS_FOLDER = "_sparkload_locks"
+
+
+def stats_columns(schema: T.StructType) -> str:
+    """The value of ``delta.dataSkippingStatsColumns`` for a new table on the embedded engine:
+    Delta's default (the first 32 columns) without floating-point columns.
+
+    Statistics leave NaN out, and Sail 0.7.2 reads a file whose double column has min = max
+    as that constant: ``[1.5, NaN]`` reads as ``[1.5, 1.5]``, and a MERGE that rewrites the
+    file stores what it read. Without min/max for such columns the engine reads the values.
+    Nothing skips files by a float's range (keys and time columns keep their statistics).
+    """
+    kept = [field.name for field in schema.fields if not _holds_floats(field.dataType)]
+    return ",".join(quote(name) for name in kept[:STATS_COLUMN_COUNT])
+
+
+def _holds_floats(dtype: T.DataType) -> bool:
+    if isinstance(dtype, (T.DoubleType, T.FloatType)):
+        return True
+    return isinstance(dtype, T.StructType) and any(_holds_floats(f.dataType) for f in dtype.fields)
 
 
 class DeltaTable:
@@ -124,6 +148,8 @@ class DeltaTable:
             .option("userMetadata", load_id)
             .option("target_file_size", str(TARGET_FILE_SIZE))
         )
+        if not self._exists() and misreads_float_statistics(self.spark):
+            writer = writer.option(STATS_COLUMNS, stats_columns(df.schema))
         for key, value in options.items():
             writer = writer.option(key, value)
         self._save(writer, df)

@@ -22,6 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.engine_family import write_parquet
 from sparkload.common.hints import LoadHints
 from sparkload.common.naming import PATH_SEPARATOR
 from sparkload.common.package import ARROW_DIR, JSON_DIR, SPARK_DIR, SPARK_PART_PREFIX
@@ -172,7 +173,7 @@ class TableNormalizer:
         columns += [nested.column.alias(_NESTED_PREFIX + nested.table) for nested in flat.nested]
         columns += [row_id.alias(ID), F.lit(self.load_id).alias(LOAD_ID)]
         target = f"{out_uri}/{table}"
-        raw.select(*columns).write.mode("overwrite").parquet(target)
+        write_parquet(raw.select(*columns), target, "overwrite")
         staged = self.spark.read.parquet(target)
         if given_id is not None:
             refuse_repeated_ids(staged, table, self.load_id)
@@ -219,7 +220,7 @@ class TableNormalizer:
             F.col(ROOT_ID),
         ]
         target = f"{out_uri}/{name}"
-        exploded.select(*columns).write.mode("overwrite").parquet(target)
+        write_parquet(exploded.select(*columns), target, "overwrite")
         staged = self.spark.read.parquet(target)
         result = [self._describe(name, parent_table, root, staged, flat, system)]
         for inner in flat.nested:

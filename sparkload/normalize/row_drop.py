@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from sparkload.common.engine_family import write_parquet
 from sparkload.common.system_columns import ID, PARENT_ID
 from sparkload.normalize.normalizer import NormalizedTable
 
@@ -47,8 +48,8 @@ def drop_rows(
             result.append(table)
             continue
         folder = f"{table.rows_folder}.kept{len(table.dropped) + 1}"
-        rows.join(ids.select(ID).distinct(), ID, "left_anti").write.mode("overwrite").parquet(
-            f"{normalized_uri}/{folder}"
+        write_parquet(
+            rows.join(ids.select(ID).distinct(), ID, "left_anti"), f"{normalized_uri}/{folder}", "overwrite"
         )
         kept = spark.read.parquet(f"{normalized_uri}/{folder}").count()
         counts = dict(table.dropped)
