@@ -14,7 +14,7 @@ import deltalake
 import pytest
 
 import sparkload as sl
-from sparkload.exceptions import PipelineLockedError, PipelineStepFailed
+from sparkload.exceptions import PipelineLockedError
 
 _CHILD = textwrap.dedent(
     """
@@ -106,10 +106,11 @@ def _events(upto: int) -> sl.Resource:
     return events
 
 
-def test_overlapping_runs_on_two_machines_load_once_and_the_later_one_is_refused(tmp_path: Path) -> None:
+def test_overlapping_runs_on_two_machines_load_once_and_the_later_one_carries_on(tmp_path: Path) -> None:
     """Two working directories (two machines) run one pipeline at once against one
     destination: both extract from the same cursor; the first to load wins, the other's
-    package is refused before any commit, with a clear error."""
+    package is discarded before any commit, with a note, and its next run carries on
+    from the state the first committed without anyone dropping packages."""
     machines = [
         sl.pipeline(
             "shared_name",
@@ -125,14 +126,13 @@ def test_overlapping_runs_on_two_machines_load_once_and_the_later_one_is_refused
     machines[0].normalize()
     machines[0].load()
     machines[1].normalize()
-    with pytest.raises(PipelineStepFailed, match="extracted from state version 1, but another run"):
-        machines[1].load()
+    machines[1].extract(_events(22))  # a second package on top of the overtaken one
+    info = machines[1].run(_events(25))
 
+    (note,) = info.notes
+    assert "extracted from state version 1, but another run" in note
+    assert "discarded" in note
     events = str(tmp_path / "lake" / "shared" / "events")
-    ids = deltalake.DeltaTable(events).to_pyarrow_table().column("id").to_pylist()
-    assert sorted(ids) == list(range(20))  # every row once
-    machines[1].drop_pending_packages()
-    machines[1].run(_events(25))
     ids = deltalake.DeltaTable(events).to_pyarrow_table().column("id").to_pylist()
     assert sorted(ids) == list(range(25))
 

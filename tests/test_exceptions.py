@@ -13,6 +13,7 @@ from typing import Any
 import deltalake
 import pyarrow as pa
 import pytest
+from conftest import delta_rows
 
 import sparkload as sl
 import sparkload.exceptions
@@ -228,20 +229,27 @@ def counted(upto: int) -> sl.Resource:
     return items
 
 
-def test_an_overtaken_package_names_its_load_and_both_state_versions(
+def test_an_overtaken_package_is_discarded_naming_its_load_and_both_state_versions(
     make_pipeline: Any, tmp_path: Path
 ) -> None:
     """Two working directories (two machines) of one pipeline extract from one state; the
-    second to load is refused."""
+    second to load discards its package, says so, and its next run carries on."""
     first, second = (make_pipeline("shared", pipelines_dir=tmp_path / machine) for machine in ("a", "b"))
     first.run(counted(1))
     second.extract(counted(3))  # from state version 1
+    (load_id,) = second.list_extracted_load_packages()
     first.run(counted(2))  # commits state version 2
     second.normalize()
-    with pytest.raises(sl.PipelineStepFailed) as failure:
-        second.load()
 
-    error = failure.value.__cause__
-    assert isinstance(error, sl.OvertakenPackageError)
-    assert error.load_id == failure.value.load_id is not None
-    assert (error.pipeline_name, error.base_version, error.committed_version) == ("shared", 1, 2)
+    info = second.load()
+
+    assert info.loads_ids == []
+    (note,) = info.notes
+    assert f"load package {load_id}" in note
+    assert "pipeline 'shared'" in note
+    assert "extracted from state version 1" in note
+    assert "has since committed version 2" in note
+    assert "discarded" in note
+    assert not second.has_pending_data
+    second.run(counted(3))
+    assert sorted(r["id"] for r in delta_rows(second, "items")) == [0, 1, 2]

@@ -5,7 +5,7 @@ second thread using the same Pipeline object, fails fast with a clear error inst
 interleaving packages and state. The lock belongs to
 this machine's working directory; for runs of one pipeline on two machines, each load
 package carries the state version it was extracted from, and a package whose base another
-run has moved past is refused (``check_not_overtaken``) rather than loaded twice.
+run has moved past is discarded unloaded (``Pipeline._claim``) rather than loaded twice.
 """
 
 from __future__ import annotations
@@ -17,15 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sparkload.common import file_lock
-from sparkload.exceptions import OvertakenPackageError, PipelineLockedError
-
-
-def check_not_overtaken(pipeline_name: str, load_id: str, base_version: int, committed_version: int) -> None:
-    """Refuse a package extracted from state ``base_version`` once the destination holds a
-    later one: another run of the pipeline extracted and loaded meanwhile, from the same
-    cursors, so this package would load its rows a second time."""
-    if committed_version != base_version:
-        raise OvertakenPackageError(pipeline_name, load_id, base_version, committed_version)
+from sparkload.exceptions import PipelineLockedError
 
 
 class RunLock:

@@ -80,7 +80,7 @@ from sparkload.pipeline.drop import (
 from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_jobs import extract_jobs
 from sparkload.pipeline.load_info import LoadInfo, rows_by_reason_of
-from sparkload.pipeline.lock import RunLock, check_not_overtaken
+from sparkload.pipeline.lock import RunLock
 from sparkload.pipeline.logs import apply_log_level
 from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import LogProgress, Progress, TqdmProgress
@@ -395,28 +395,35 @@ class Pipeline:
             if (start is not None or end is not None) and not restate:
                 raise ResourceError("start= and end= go with restate=")
         self._discard_planned()
+        info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         if self.has_pending_data:
             self.normalize()
             if any(package.is_normalized() for package in list_packages(self._staged)):
-                if data is not None:
-                    logger.warning(
-                        "pipeline '%s': finishing the load packages an earlier run left; the data "
-                        "given to this run is not extracted; run the pipeline again to load it",
-                        self.pipeline_name,
-                    )
-                return self.load()
-        info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
+                info = self.load()
+                # Packages another run overtook are discarded unloaded: then this run
+                # extracts its data from the state that run committed.
+                if info.loads_ids or not info.notes:
+                    if data is not None:
+                        logger.warning(
+                            "pipeline '%s': finished the load packages an earlier run left; the "
+                            "data given to this run is not extracted; run the pipeline again to "
+                            "load it",
+                            self.pipeline_name,
+                        )
+                    return info
         if data is None:
             return info
         args = RunArguments(table_name, hints, execution_time)
         scheduled = self._schedule(data, args, restate, start, end, refresh=refresh)
         clock = args.clock
         # Batch by batch, so a long backfill commits as it goes and resumes where it stopped.
+        discarded = info.notes
+        info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         for index, batch in enumerate(scheduled.batches):
             self._extract_batch(scheduled.jobs, batch, clock, scheduled.refresh if index == 0 else None)
             self.normalize()
             info = info.followed_by(self.load())
-        info.notes[:0] = scheduled.notes
+        info.notes[:0] = [*discarded, *scheduled.notes]
         self._trace().last_load_info = info
         return info
 
@@ -720,8 +727,13 @@ class Pipeline:
             ) as step:
                 normalized = package.read(NORMALIZE_MANIFEST)
                 _refuse_damaged_normalized_files(package, normalized.get("files", {}))
+                overtaken = None
                 if not package.has(LOADED_MANIFEST):
-                    self._claim(package, normalized["base_version"])
+                    overtaken = self._claim(package, normalized["base_version"])
+                if overtaken is not None:
+                    step.tables = {}
+                    info.notes.append(self._discard_overtaken(overtaken))
+                    break
                 loader = Loader(
                     self.spark,
                     self.destination_dataset,
@@ -786,9 +798,10 @@ class Pipeline:
             return self._synced_state()
         return state_store.loads_state(max(pending)[1])
 
-    def _claim(self, package: LoadPackage, base_version: int) -> None:
+    def _claim(self, package: LoadPackage, base_version: int) -> OvertakenPackageError | None:
         """Before a package's first commit: check that no other run loaded since it was
-        extracted, then mark it started, so that from here on it is always finished."""
+        extracted, then mark it started, so that from here on it is always finished. A
+        package another run overtook is not marked: what overtook it is returned."""
         committed = state_store.destination_version(
             self.destination_dataset, self.pipeline_name, known_version=base_version
         )
@@ -797,8 +810,26 @@ class Pipeline:
             raise DestinationStateMissingError(
                 self.pipeline_name, self.destination_dataset.shown, base_version
             )
-        check_not_overtaken(self.pipeline_name, package.load_id, base_version, committed)
+        if committed != base_version:
+            return OvertakenPackageError(self.pipeline_name, package.load_id, base_version, committed)
         package.write(LOADED_MANIFEST, {})
+        return None
+
+    def _discard_overtaken(self, overtaken: OvertakenPackageError) -> str:
+        """Drop the overtaken package and every package after it (each was extracted from
+        the state before it), and say so. Nothing of them was committed; the other run
+        loaded from the same cursors, and the next extract starts from the state it
+        committed, so a scheduled job carries on without loading a row twice or needing a
+        person to drop the packages."""
+        self._extracted.delete()
+        self._staged.delete()
+        self._state_synced = False
+        note = (
+            f"load package {overtaken.load_id}: {overtaken}. It was discarded unloaded, with any "
+            "package extracted after it"
+        )
+        logger.warning(note)
+        return note
 
     @_locked
     def drop_pending_packages(self) -> None:
@@ -947,8 +978,6 @@ class Pipeline:
 
 def _package_advice(error: Exception) -> str:
     """What a failed normalize's or load's message ends with: what became of its package."""
-    if isinstance(error, OvertakenPackageError):
-        return "Nothing of it was loaded; pipeline.drop_pending_packages() discards it"
     if isinstance(error, (DamagedFileError, DestinationStateMissingError)):
         return ""  # the error says what to do itself
     if isinstance(error, SparkloadError):
