@@ -148,7 +148,7 @@ class DeltaTable:
             .option("userMetadata", load_id)
             .option("target_file_size", str(TARGET_FILE_SIZE))
         )
-        if not self._exists() and misreads_float_statistics(self.spark):
+        if misreads_float_statistics(self.spark) and not self._exists():
             writer = writer.option(STATS_COLUMNS, stats_columns(df.schema))
         for key, value in options.items():
             writer = writer.option(key, value)
