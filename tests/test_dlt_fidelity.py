@@ -9,6 +9,7 @@ benchmarks' dlt virtualenv); each test says which input it mirrors.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
@@ -399,6 +400,50 @@ def test_add_limit_on_a_transformer_limits_nothing(pipeline: sl.Pipeline) -> Non
     assert sorted(row["i"] for row in parent | t.add_limit(1)) == [0, 1, 100, 101]
     pipeline.run(parent | t.add_limit(1))
     assert sorted(row["i"] for row in delta_rows(pipeline, "t")) == [0, 1, 100, 101]
+
+
+def test_source_add_limit_limits_each_resource_but_not_its_transformers(pipeline: sl.Pipeline) -> None:
+    """dlt's ``source.add_limit``: every selected resource stops after two pages; the
+    transformer takes all its (limited) parent yields, two rows each."""
+
+    @sl.transformer(name="t")
+    def t(item: dict[str, int]) -> Iterator[dict[str, int]]:
+        yield {"i": item["i"]}
+        yield {"i": item["i"] + 100}
+
+    @sl.source
+    def numbers() -> Any:
+        h = sl.resource(_singles, name="h")
+        return h, sl.resource(_singles, name="g"), h | t
+
+    source = numbers()
+    assert source.add_limit(2) is source
+    pipeline.run(source)
+
+    assert sorted(row["i"] for row in delta_rows(pipeline, "h")) == [0, 1]
+    assert sorted(row["i"] for row in delta_rows(pipeline, "g")) == [0, 1]
+    assert sorted(row["i"] for row in delta_rows(pipeline, "t")) == [0, 1, 100, 101]
+
+
+def test_parallelize_runs_a_resource_in_a_thread_of_its_own(pipeline: sl.Pipeline) -> None:
+    """dlt's ``resource.parallelize()`` is ``parallelized=True`` after the fact; like dlt it
+    refuses data that is not a generator (function) or a transformer."""
+    threads: dict[str, int] = {}
+
+    def make(name: str) -> sl.Resource:
+        def rows() -> Iterator[dict[str, int]]:
+            threads[name] = threading.get_ident()
+            yield {"i": 1}
+
+        return sl.resource(rows, name=name)
+
+    a, b = make("a"), make("b")
+    assert a.parallelize() is a and a.parallelized
+    pipeline.run([a, b])
+
+    assert threads["a"] != threads["b"] == threading.get_ident()
+    with pytest.raises(sl.ResourceError, match="resource 'listed': parallelize\\(\\) takes a generator"):
+        sl.resource([{"i": 1}], name="listed").parallelize()
 
 
 def test_an_empty_string_clears_a_key_in_apply_hints(pipeline: sl.Pipeline) -> None:

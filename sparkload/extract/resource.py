@@ -209,6 +209,19 @@ class Resource:
         )
         return self
 
+    def parallelize(self) -> Resource:
+        """Extract this resource in a thread of its own, beside the other parallelized ones
+        (dlt's ``parallelize()``, the same as ``parallelized=True``). As in dlt, only a
+        generator, a generator function or a transformer can be."""
+        data = self._func if self._func is not None else self._data
+        if not (inspect.isgenerator(data) or inspect.isgeneratorfunction(data) or self.is_transformer):
+            raise ResourceError(
+                f"resource '{self.name}': parallelize() takes a generator, a generator function "
+                f"or a transformer; its data is {type(data).__name__}"
+            )
+        self.parallelized = True
+        return self
+
     def _sync_model_validator(self) -> None:
         """Keep the step validating items against the hints' Pydantic model in the pipe: added
         after the steps there when a model is set (as dlt appends its validator), replaced in

@@ -68,6 +68,17 @@ class Source:
             resource.selected = name in names
         return clone
 
+    def add_limit(
+        self, max_items: int | None = None, max_time: float | None = None, count_rows: bool = False
+    ) -> Source:
+        """Limit every selected resource that is not a transformer (dlt's
+        ``source.add_limit``; see ``Resource.add_limit``). Transformers take all their parents
+        yield, so the data set stays consistent."""
+        for resource in self.selected_resources.values():
+            if not resource.is_transformer:
+                resource.add_limit(max_items, max_time=max_time, count_rows=count_rows)
+        return self
+
     @property
     def exhausted(self) -> bool:
         """Whether a selected resource wraps a generator already started (it yields nothing
