@@ -400,9 +400,9 @@ class Pipeline:
             self.normalize()
             if any(package.is_normalized() for package in list_packages(self._staged)):
                 info = self.load()
-                # Packages another run overtook are discarded unloaded: then this run
-                # extracts its data from the state that run committed.
-                if info.loads_ids or not info.notes:
+                # Nothing loaded: every package was overtaken by another run and discarded
+                # (see ``_claim``), so this run extracts its data from the state that run committed.
+                if info.loads_ids:
                     if data is not None:
                         logger.warning(
                             "pipeline '%s': finished the load packages an earlier run left; the "
