@@ -10,7 +10,8 @@ from sparkload.exceptions import ConfigValueError
 from sparkload.extract.resource import Resource
 
 TOP_KEYS = frozenset({"client", "resources", "resource_defaults"})
-CLIENT_KEYS = frozenset({"base_url", "headers", "auth", "paginator", "session"})
+# trusted_origins is sparkload's: the other origins the client's credentials may go to.
+CLIENT_KEYS = frozenset({"base_url", "headers", "auth", "paginator", "session", "trusted_origins"})
 # dlt hints sparkload has no use for are accepted and ignored, as by @sl.resource.
 IGNORED_RESOURCE_KEYS = frozenset(
     {"schema_contract", "table_format", "file_format", "nested_hints", "references"}
