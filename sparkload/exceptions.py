@@ -206,11 +206,13 @@ class UnexpectedResponseError(SparkloadError, ValueError):
         content_type: str | None,
         found: str,
         expected: str,
+        response: Any = None,
     ) -> None:
         super().__init__(
             f"{method} {url} answered HTTP {status_code} with Content-Type "
             f"{content_type or '(none)'} and {found}; expected {expected}"
         )
+        self.response = response  # requests' response, for handlers; its request is not kept
         self.method = method
         self.url = url
         self.status_code = status_code

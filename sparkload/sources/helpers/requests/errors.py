@@ -93,4 +93,5 @@ def json_body(response: requests.Response, expected: str, secret_params: Iterabl
             content_type=response.headers.get("Content-Type"),
             found=found,
             expected=expected,
+            response=response,
         ) from None
