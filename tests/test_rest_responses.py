@@ -266,3 +266,23 @@ def test_a_page_that_is_not_json_names_the_url_status_and_content_type(
     assert KEY not in message
     assert isinstance(error, sl.UnexpectedResponseError)
     assert (error.status_code, error.content_type) == (200, content_type)
+
+
+def test_a_last_page_that_repeats_its_cursor_but_says_no_more_is_no_loop() -> None:
+    """An API whose last page gives back the cursor it was asked with, and has_more false
+    (or no records): paging ends there, as in dlt."""
+
+    def pages(request: APIRequest) -> Answer:
+        cursor = request.query.get("cursor")
+        if cursor is None:
+            return 200, {}, {"results": [{"id": 1}], "next": "c1", "more": True}
+        return 200, {}, {"results": [], "next": cursor, "more": False}
+
+    with FakeAPI() as api:
+        api.route("/items", pages)
+        for paginator in (
+            JSONResponseCursorPaginator(cursor_path="next", has_more_path="more"),
+            JSONResponseCursorPaginator(cursor_path="next", stop_after_empty_page=True),
+        ):
+            client = RESTClient(api.url, paginator=paginator, data_selector="results")
+            assert [row["id"] for page in client.paginate("/items") for row in page] == [1]

@@ -375,12 +375,14 @@ class JSONResponseCursorPaginator(BaseReferencePaginator):
 
     def update_state(self, response: Response, data: list[Any] | None = None) -> None:
         values = find_values(self.cursor_path, response.json())
-        self._next_reference = values[0] if values and values[0] else None
-        if self.stop_after_empty_page and not data:
-            self._has_next_page = False
-        elif self.has_more_path:
-            more = _has_more(response, self.has_more_path, type(self).__name__)
-            self._has_next_page = self._has_next_page and more
+        cursor = values[0] if values and values[0] else None
+        # The stops first: a last page may repeat the cursor it was asked with, which is
+        # no loop when it says there is no more.
+        last_page = (self.stop_after_empty_page and not data) or (
+            self.has_more_path is not None
+            and not _has_more(response, self.has_more_path, type(self).__name__)
+        )
+        self._next_reference = None if last_page else cursor
 
     def update_request(self, request: Request) -> None:
         _place(request, self.cursor_param, self.cursor_body_path, self._next_reference)
