@@ -359,3 +359,21 @@ def test_an_auth_of_the_user_s_own_is_kept_from_other_origins_too(servers: tuple
     RESTClient(home.url, auth=_HeaderAuth()).get("/moved_away")
     assert home.asked("/moved_away")[-1].headers.get("X-Own-Secret") == "own-secret-44b1"
     assert "X-Own-Secret" not in other.asked("/landing")[-1].headers
+
+
+def test_trusted_origins_that_are_not_urls_are_refused_with_their_key() -> None:
+    from sparkload.sources.rest_api import rest_api_source
+
+    with pytest.raises(sl.ConfigValueError) as failure:
+        rest_api_source(
+            {
+                "client": {"base_url": "http://127.0.0.1:1", "trusted_origins": ["cdn.example.com"]},
+                "resources": ["items"],
+            }
+        )
+    assert failure.value.key == "client.trusted_origins"
+    assert "'cdn.example.com' is not an http(s) URL" in str(failure.value)
+    # One URL alone is one origin, not a list of its characters.
+    assert RESTClient("http://a", trusted_origins="https://cdn.example.com").trusted_origins == (
+        "https://cdn.example.com",
+    )
