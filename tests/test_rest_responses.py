@@ -221,12 +221,14 @@ def test_a_trickled_body_times_out_within_the_request_timeout() -> None:
     assert KEY not in message
 
 
-def test_a_trickled_page_of_a_rest_client_times_out_too() -> None:
+def test_a_trickled_page_of_a_rest_client_times_out_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUNTIME__REQUEST_TIMEOUT", "1")  # as a deployment sets it
+    monkeypatch.setenv("RUNTIME__REQUEST_MAX_ATTEMPTS", "1")
     with RawServer(trickle) as server:
         client = RESTClient(server.url, auth=APIKeyAuth(name="k", api_key=KEY, location="query"))
         started = time.monotonic()
         with pytest.raises(sl_requests.ReadTimeout) as failure:
-            list(client.paginate("/items", timeout=1.0))
+            list(client.paginate("/items"))
         elapsed = time.monotonic() - started
     assert elapsed < 2.5, elapsed
     assert KEY not in str(failure.value) and "k=***" in str(failure.value)
