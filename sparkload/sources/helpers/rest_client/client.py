@@ -227,9 +227,9 @@ class RESTClient:
         auth = auth or self.auth
         data_selector = data_selector or self.data_selector
         hooks = dict(hooks or {})
-        if "response" not in hooks:
-            hooks["response"] = [self._status_check(_secret_params(auth))]
         secret_params = _secret_params(auth)
+        if "response" not in hooks:
+            hooks["response"] = [self._status_check(secret_params)]
         request = self._create_request(path, method, headers, params, json, data, auth, hooks)
         # The credentials are the first request's: a next page elsewhere gets none.
         scope = CredentialScope.of(request.url or "", self.trusted_origins)
@@ -240,10 +240,10 @@ class RESTClient:
                 response = self._send_request(request, scope, **kwargs)
             except IgnoreResponseException:
                 return
-            body = json_body(response, PAGE_EXPECTED, secret_params)
+            # Both read the body through json_body: a page that is not JSON names its URL.
             if not data_selector:
-                data_selector = _detected_selector(body)
-            records = _select(body, data_selector)
+                data_selector = self.detect_data_selector(response)
+            records = self.extract_response(response, data_selector)
             if paginator is None:
                 paginator = self.detect_paginator(response, records)
             try:
@@ -268,10 +268,20 @@ class RESTClient:
     def extract_response(self, response: Response, data_selector: TJsonPath) -> list[Any]:
         """The records ``data_selector`` selects: one list selected is the page; a single
         value becomes a page of one; nothing selected an empty page."""
-        return _select(json_body(response, PAGE_EXPECTED, _secret_params(self.auth)), data_selector)
+        found: Any = find_values(data_selector, self._page_json(response))
+        if isinstance(found, list) and len(found) == 1:
+            found = found[0]
+        if found is None:
+            return []
+        return found if isinstance(found, list) else [found]
 
     def detect_data_selector(self, response: Response) -> str:
-        return _detected_selector(json_body(response, PAGE_EXPECTED, _secret_params(self.auth)))
+        path, _ = find_response_page_data(self._page_json(response))
+        return ".".join(path)
+
+    def _page_json(self, response: Response) -> Any:
+        # A credential parameter of a call's own auth is blanked by value: the auth recorded it.
+        return json_body(response, PAGE_EXPECTED, _secret_params(self.auth))
 
     def detect_paginator(self, response: Response, data: Any) -> BasePaginator:
         paginator, score = self.pagination_factory.create_paginator(response)
@@ -282,17 +292,3 @@ class RESTClient:
                 "guessed paginator %s for %s; pass one to be sure", paginator, redact_url(response.url)
             )
         return paginator
-
-
-def _select(body: Any, data_selector: TJsonPath) -> list[Any]:
-    found: Any = find_values(data_selector, body)
-    if isinstance(found, list) and len(found) == 1:
-        found = found[0]
-    if found is None:
-        return []
-    return found if isinstance(found, list) else [found]
-
-
-def _detected_selector(body: Any) -> str:
-    path, _ = find_response_page_data(body)
-    return ".".join(path)
