@@ -190,6 +190,52 @@ class HTTPRequestError(SparkloadError, _RequestsHTTPError):
         self.body = body
 
 
+class UnexpectedResponseError(SparkloadError, ValueError):
+    """A response's body is not what was asked for: not JSON (an HTML error page, an empty
+    body, JSON cut short) where a page of records or a token was expected.
+
+    Also a ``ValueError``, as the JSON decoding error it replaces. ``url`` is redacted as
+    ``HTTPRequestError``'s; the body is not quoted (it is on ``error.response``)."""
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        url: str,
+        status_code: int,
+        content_type: str | None,
+        found: str,
+        expected: str,
+        response: Any = None,
+    ) -> None:
+        super().__init__(
+            f"{method} {url} answered HTTP {status_code} with Content-Type "
+            f"{content_type or '(none)'} and {found}; expected {expected}"
+        )
+        self.response = response  # requests' response, for handlers; its request is not kept
+        self.method = method
+        self.url = url
+        self.status_code = status_code
+        self.content_type = content_type
+        self.expected = expected
+
+
+class PaginatorLoopError(SparkloadError):
+    """A paginator was given a next page (a URL, a cursor) it had been given before: the
+    API points back at a page already read, and paging on would read it for ever."""
+
+    def __init__(self, *, paginator: str, reference: str, url: str | None = None) -> None:
+        where = f" in the response of {url}" if url else ""
+        super().__init__(
+            f"{paginator}: the next page {reference}{where} was already given; paging stopped, "
+            "as it would request the same pages for ever (check the paginator's next_url_path "
+            "or cursor_path, or the API's paging)"
+        )
+        self.paginator = paginator
+        self.reference = reference
+        self.url = url
+
+
 class IgnoreResponseException(Exception):  # noqa: N818 (dlt's name, so hooks port unchanged)
     """Raised by a ``RESTClient`` response hook to end paging quietly at this response (a
     404 that means "no records"); a signal, not an error, so not a SparkloadError."""

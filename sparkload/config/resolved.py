@@ -58,7 +58,9 @@ def record_resolved(path: tuple[str, ...], provider: str, name: str, *, secret: 
 
 
 def record_secret(value: Any) -> None:
-    """Remember a secret passed to a function directly (not resolved), for redaction."""
+    """Remember a secret that was not resolved from config, for redaction: one passed to a
+    function directly, a credential given to or obtained by a REST auth class, a value a
+    URL's credential parameter held."""
     with _guard:
         _add_secret(value)
 

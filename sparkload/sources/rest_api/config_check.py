@@ -8,9 +8,11 @@ from typing import Any
 
 from sparkload.exceptions import ConfigValueError
 from sparkload.extract.resource import Resource
+from sparkload.sources.helpers.requests.origins import trusted_origins_of
 
 TOP_KEYS = frozenset({"client", "resources", "resource_defaults"})
-CLIENT_KEYS = frozenset({"base_url", "headers", "auth", "paginator", "session"})
+# trusted_origins is sparkload's: the other origins the client's credentials may go to.
+CLIENT_KEYS = frozenset({"base_url", "headers", "auth", "paginator", "session", "trusted_origins"})
 # dlt hints sparkload has no use for are accepted and ignored, as by @sl.resource.
 IGNORED_RESOURCE_KEYS = frozenset(
     {"schema_contract", "table_format", "file_format", "nested_hints", "references"}
@@ -94,6 +96,12 @@ def check_config(config: Mapping[str, Any]) -> None:
     refuse_unknown(client, CLIENT_KEYS, "client")
     if not client.get("base_url"):
         raise ConfigValueError("rest_api config needs 'client.base_url'", key="client.base_url")
+    try:
+        trusted_origins_of(client.get("trusted_origins"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigValueError(
+            f"rest_api config: 'client.trusted_origins': {exc}", key="client.trusted_origins"
+        ) from None
     defaults = config.get("resource_defaults") or {}
     check_resource(_mapping(defaults, "resource_defaults"), "resource_defaults")
     resources = config["resources"]

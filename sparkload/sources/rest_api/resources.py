@@ -172,6 +172,7 @@ def _resource(
         auth=auth,
         paginator=create_paginator(client_config.get("paginator"), "client.paginator"),
         session=client_config.get("session"),
+        trusted_origins=client_config.get("trusted_origins") or (),
     )
     resolved_names = {p.name for p in endpoint.parent_fields}
     params = {k: v for k, v in (ep.get("params") or {}).items() if k not in resolved_names}

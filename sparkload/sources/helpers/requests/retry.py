@@ -25,6 +25,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from sparkload.config import get_config_value
+from sparkload.sources.helpers.requests.origins import trusted_origins_of
 from sparkload.sources.helpers.requests.session import Session, TRequestTimeout, timeout_seconds
 
 DEFAULT_RETRY_STATUS: tuple[int, ...] = (429, *range(500, 600))
@@ -111,6 +112,8 @@ class Client:
     config when the client is made (see the module docstring); ``configure()`` reads config
     again. ``exceptions=()`` turns off retrying connection errors and timeouts (which
     errors are worth retrying is urllib3's decision, not a list of exception types).
+    ``trusted_origins`` lists the other origins a redirect may take a request's headers and
+    auth to (see ``Session``).
     """
 
     def __init__(
@@ -126,6 +129,7 @@ class Client:
         request_max_retry_delay: float | None = None,
         respect_retry_after_header: bool = True,
         session_attrs: dict[str, Any] | None = None,
+        trusted_origins: Sequence[str] = (),
     ) -> None:
         if retry_condition is not None:
             raise ValueError(
@@ -144,6 +148,7 @@ class Client:
         self._retry_errors = exceptions is None or len(exceptions) > 0
         self._respect_retry_after = respect_retry_after_header
         self._session_attrs = dict(session_attrs or {})
+        self._trusted_origins = trusted_origins_of(trusted_origins)
         self._local = threading.local()
         self._settings: RetrySettings | None = None
         self._version = 0
@@ -167,7 +172,11 @@ class Client:
 
     def _make_session(self) -> Session:
         settings = self.settings
-        session = Session(timeout=settings.timeout, raise_for_status=self._raise_for_status)
+        session = Session(
+            timeout=settings.timeout,
+            raise_for_status=self._raise_for_status,
+            trusted_origins=self._trusted_origins,
+        )
         for name, value in self._session_attrs.items():
             setattr(session, name, value)
         retry = make_retry(settings, self._status_codes, self._retry_errors, self._respect_retry_after)

@@ -1,7 +1,9 @@
 """Authentication for ``RESTClient`` (requests ``AuthBase`` objects, dlt's classes).
 
 Credentials are kept as ``TSecretValue`` strings and the objects repr without them, so a
-logged client, config or error shows ``***``. Pass them from config, e.g. a source
+logged client, config or error shows ``***``; every credential an auth object is given or
+obtains (an OAuth token) is also recorded as a secret of the process, which a pipeline's
+trace and the URLs shown in errors and logs redact. Pass them from config, e.g. a source
 argument ``token: str = sl.secrets.value`` or ``sl.secrets["sources.api.token"]``.
 """
 
@@ -17,7 +19,9 @@ import requests
 from requests.auth import AuthBase
 
 from sparkload.config import TSecretValue, is_sentinel
+from sparkload.config.resolved import record_secret
 from sparkload.sources.helpers.requests import client as shared_client
+from sparkload.sources.helpers.requests.errors import json_body
 from sparkload.sources.helpers.requests.session import raise_for_status
 
 __all__ = [
@@ -35,6 +39,8 @@ def _secret(value: Any, argument: str, auth: str) -> TSecretValue:
         raise ValueError(f"{auth} needs '{argument}': pass it, e.g. from sl.secrets")
     if not isinstance(value, str):
         raise ValueError(f"{auth}: '{argument}' must be a string, not a {type(value).__name__}")
+    # A credential passed as it is (not resolved from config) is known to the trace only so.
+    record_secret(value)
     return value if isinstance(value, TSecretValue) else TSecretValue(value)
 
 
@@ -107,6 +113,7 @@ class HttpBasicAuth(AuthConfigBase):
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         pair = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
+        record_secret(pair)  # the header's value is as good as the password
         request.headers["Authorization"] = f"Basic {pair}"
         return request
 
@@ -170,7 +177,7 @@ class OAuth2ClientCredentials(OAuth2AuthBase):
         asked = time.monotonic()
         response = session.post(self.access_token_url, **self.build_access_token_request())
         raise_for_status(response)
-        payload = response.json()
+        payload = json_body(response, "a JSON token response holding access_token")
         self.access_token = _secret(self.parse_access_token(payload), "access_token", "the token response")
         lifetime = self.parse_expiration_in_seconds(payload)
         # Counted from when it was asked for: the server's clock started before the answer.

@@ -17,7 +17,14 @@ import requests
 from requests import Request, Response
 from requests.auth import AuthBase
 
-from sparkload.exceptions import IgnoreResponseException
+from sparkload.exceptions import IgnoreResponseException, PaginatorLoopError
+from sparkload.sources.helpers.requests.errors import TRANSPORT_ERRORS, json_body, redacted_transport_error
+from sparkload.sources.helpers.requests.origins import (
+    CredentialScope,
+    guard_redirects,
+    strip_credentials,
+    trusted_origins_of,
+)
 from sparkload.sources.helpers.requests.redaction import redact_url
 from sparkload.sources.helpers.requests.retry import Client
 from sparkload.sources.helpers.requests.session import raise_for_status
@@ -29,6 +36,9 @@ logger = logging.getLogger("sparkload.rest_client")
 
 T = TypeVar("T")
 Hooks = dict[str, Any]
+
+# What paginate() needs a response to be, for its error when it is not.
+PAGE_EXPECTED = "a JSON body (the page's records and where the next page is are read from it)"
 
 
 class PageData(list[T]):
@@ -73,6 +83,10 @@ class RESTClient:
 
     Without ``session`` each thread gets its own retrying session (``requests.Client``,
     config under ``runtime.request_*``) that leaves error statuses to ``paginate``'s hooks.
+
+    The headers, auth and API key of a call go only to the origin (scheme, host, port) of
+    the call's URL: a next page or a redirect on another origin is requested without them,
+    unless that origin is in ``trusted_origins`` (URLs or ``scheme://host[:port]``).
     """
 
     def __init__(
@@ -84,8 +98,10 @@ class RESTClient:
         data_selector: TJsonPath | None = None,
         session: requests.Session | None = None,
         paginator_factory: PaginatorFactory | None = None,
+        trusted_origins: Iterable[str] = (),
     ) -> None:
         self.base_url = base_url
+        self.trusted_origins = trusted_origins_of(trusted_origins)
         self.headers = headers
         self.auth = auth
         self.paginator = paginator
@@ -150,10 +166,26 @@ class RESTClient:
             hooks=hooks,
         )
 
-    def _send_request(self, request: Request, **kwargs: Any) -> Response:
+    def _send_request(
+        self, request: Request, scope: CredentialScope | None = None, **kwargs: Any
+    ) -> Response:
+        """Send ``request``; its credentials only if its URL is in ``scope`` (by default the
+        origin of its own URL), and on no redirect out of it."""
         session = self.session
-        prepared = session.prepare_request(request)
-        logger.debug("%s %s", prepared.method, redact_url(prepared.url or "", _secret_params(request.auth)))
+        secret_params = _secret_params(request.auth)
+        if scope is None:
+            scope = CredentialScope.of(request.url or "", self.trusted_origins)
+        if scope.allows(request.url or ""):
+            prepared = session.prepare_request(request)
+        else:
+            # Prepared without the auth (an API key in the query is never added) and
+            # stripped of the headers: the client's, the call's and the session's own.
+            bare = copy.copy(request)
+            bare.auth = None
+            prepared = session.prepare_request(bare)
+            strip_credentials(prepared)
+        guard_redirects(prepared, scope)
+        logger.debug("%s %s", prepared.method, redact_url(prepared.url or "", secret_params))
         settings = session.merge_environment_settings(
             prepared.url or "",
             kwargs.pop("proxies", {}),
@@ -162,7 +194,10 @@ class RESTClient:
             kwargs.pop("cert", None),
         )
         settings.update(kwargs)
-        return session.send(prepared, **settings)
+        try:
+            return session.send(prepared, **settings)
+        except TRANSPORT_ERRORS as exc:  # a session of the user's own: its errors quote the URL
+            raise redacted_transport_error(exc, prepared, secret_params) from None
 
     # -- paging ------------------------------------------------------------------------------------------
     def paginate(
@@ -192,22 +227,33 @@ class RESTClient:
         auth = auth or self.auth
         data_selector = data_selector or self.data_selector
         hooks = dict(hooks or {})
+        secret_params = _secret_params(auth)
         if "response" not in hooks:
-            hooks["response"] = [self._status_check(_secret_params(auth))]
+            hooks["response"] = [self._status_check(secret_params)]
         request = self._create_request(path, method, headers, params, json, data, auth, hooks)
+        # The credentials are the first request's: a next page elsewhere gets none.
+        scope = CredentialScope.of(request.url or "", self.trusted_origins)
         if paginator is not None:
             paginator.init_request(request)
         while True:
             try:
-                response = self._send_request(request, **kwargs)
+                response = self._send_request(request, scope, **kwargs)
             except IgnoreResponseException:
                 return
+            # Both read the body through json_body: a page that is not JSON names its URL.
             if not data_selector:
                 data_selector = self.detect_data_selector(response)
             records = self.extract_response(response, data_selector)
             if paginator is None:
                 paginator = self.detect_paginator(response, records)
-            paginator.update_state(response, records)
+            try:
+                paginator.update_state(response, records)
+            except PaginatorLoopError as exc:
+                raise PaginatorLoopError(
+                    paginator=exc.paginator,
+                    reference=exc.reference,
+                    url=redact_url(response.url or "", secret_params),
+                ) from None
             paginator.update_request(request)
             yield PageData(records, request=request, response=response, paginator=paginator, auth=auth)
             if not paginator.has_next_page:
@@ -222,7 +268,7 @@ class RESTClient:
     def extract_response(self, response: Response, data_selector: TJsonPath) -> list[Any]:
         """The records ``data_selector`` selects: one list selected is the page; a single
         value becomes a page of one; nothing selected an empty page."""
-        found: Any = find_values(data_selector, response.json())
+        found: Any = find_values(data_selector, self._page_json(response))
         if isinstance(found, list) and len(found) == 1:
             found = found[0]
         if found is None:
@@ -230,8 +276,12 @@ class RESTClient:
         return found if isinstance(found, list) else [found]
 
     def detect_data_selector(self, response: Response) -> str:
-        path, _ = find_response_page_data(response.json())
+        path, _ = find_response_page_data(self._page_json(response))
         return ".".join(path)
+
+    def _page_json(self, response: Response) -> Any:
+        # A credential parameter of a call's own auth is blanked by value: the auth recorded it.
+        return json_body(response, PAGE_EXPECTED, _secret_params(self.auth))
 
     def detect_paginator(self, response: Response, data: Any) -> BasePaginator:
         paginator, score = self.pagination_factory.create_paginator(response)

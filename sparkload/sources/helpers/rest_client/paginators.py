@@ -8,12 +8,15 @@ updates its state from it (``update_state``) and the request for the next page
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from typing import Any
 from urllib.parse import urljoin, urlparse
 
 from requests import Request, Response
 
+from sparkload.exceptions import PaginatorLoopError
+from sparkload.sources.helpers.requests.redaction import redact_url
 from sparkload.sources.helpers.rest_client.jsonpath import (
     TJsonPath,
     compile_path,
@@ -266,11 +269,20 @@ class OffsetPaginator(RangePaginator):
 
 class BaseReferencePaginator(BasePaginator):
     """The next page is named by a reference in the response (a URL, a cursor); none left
-    means no next page."""
+    means no next page.
+
+    A reference given a second time stops paging with ``PaginatorLoopError``: the API
+    points back at a page already read (a next link to the page itself, a cursor that does
+    not move), and following it would read the same pages for ever.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self._reference: Any = None
+        self._seen: set[str] = set()
+
+    def init_request(self, request: Request) -> None:
+        self._seen = set()  # a paginator reused for another paging starts afresh
 
     @property
     def _next_reference(self) -> Any:
@@ -278,8 +290,26 @@ class BaseReferencePaginator(BasePaginator):
 
     @_next_reference.setter
     def _next_reference(self, value: Any) -> None:
+        if value is not None:
+            key = _reference_key(value)
+            if key in self._seen:
+                raise PaginatorLoopError(paginator=type(self).__name__, reference=_shown_reference(value))
+            self._seen.add(key)
         self._reference = value
         self._has_next_page = value is not None
+
+
+def _reference_key(value: Any) -> str:
+    # A cursor may be a number or a JSON object; its JSON text tells equal ones apart.
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _shown_reference(value: Any) -> str:
+    """A reference as an error shows it: a URL redacted, a cursor cut short."""
+    if isinstance(value, str) and "://" in value:
+        return redact_url(value)
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class BaseNextUrlPaginator(BaseReferencePaginator):
@@ -345,12 +375,14 @@ class JSONResponseCursorPaginator(BaseReferencePaginator):
 
     def update_state(self, response: Response, data: list[Any] | None = None) -> None:
         values = find_values(self.cursor_path, response.json())
-        self._next_reference = values[0] if values and values[0] else None
-        if self.stop_after_empty_page and not data:
-            self._has_next_page = False
-        elif self.has_more_path:
-            more = _has_more(response, self.has_more_path, type(self).__name__)
-            self._has_next_page = self._has_next_page and more
+        cursor = values[0] if values and values[0] else None
+        # The stops first: a last page may repeat the cursor it was asked with, which is
+        # no loop when it says there is no more.
+        last_page = (self.stop_after_empty_page and not data) or (
+            self.has_more_path is not None
+            and not _has_more(response, self.has_more_path, type(self).__name__)
+        )
+        self._next_reference = None if last_page else cursor
 
     def update_request(self, request: Request) -> None:
         _place(request, self.cursor_param, self.cursor_body_path, self._next_reference)
