@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparkload.sources.sql_database.column_types import column_type
+from sparkload.sources.sql_database.column_types import column_type, driver_values_numeric
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -44,9 +44,22 @@ def reflect_table(
             if adapted is not None:
                 # The result's values are processed by the new type too (its result processor).
                 column.type = adapted() if isinstance(adapted, type) else adapted
+    if not engine.dialect.supports_native_decimal:
+        _read_numerics_as_stored(table)
     if table_adapter_callback is not None:
         table_adapter_callback(table)
     return table
+
+
+def _read_numerics_as_stored(table: sa.Table) -> None:
+    """Decimal columns read the driver's values, converted exactly by column_types rather than
+    rounded to the column's scale by SQLAlchemy (see ``driver_values_numeric``)."""
+    from sqlalchemy.sql import sqltypes
+
+    for column in table.columns:
+        kind = column.type
+        if isinstance(kind, sqltypes.Numeric) and not isinstance(kind, sqltypes.Float) and kind.asdecimal:
+            column.type = driver_values_numeric(kind)
 
 
 def table_names(engine: sa.engine.Engine, schema: str | None, include_views: bool) -> list[str]:
