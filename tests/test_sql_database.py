@@ -819,3 +819,65 @@ def test_query_is_ordered_by_the_row_order(
     else:
         assert sql.endswith(order)
     assert sorted(r["id"] for r in delta_rows(pipeline, "events")) == [1, 3, 4]
+
+
+# -- dlt's other sql_table arguments ------------------------------------------------------------
+def test_included_and_excluded_columns(pipeline: sl.Pipeline, sqlite_url: str) -> None:
+    both = sql_table(
+        sqlite_url, table="products", included_columns=["id", "name", "price"], excluded_columns=["price"]
+    )
+    assert sorted(both.hints.columns) == ["id", "name"]
+    pipeline.run(both)
+    pipeline.run(sql_table(sqlite_url, table="customers", excluded_columns=["notes"]))
+
+    assert user_columns(delta_rows(pipeline, "products", order_by="id"))[0] == {"id": 1, "name": "kettle"}
+    assert user_columns(delta_rows(pipeline, "customers", order_by="id")) == [
+        {"id": 1, "email": "a@example.com"},
+        {"id": 2, "email": "b@example.com"},
+    ]
+    # A misspelt name is refused: the column it meant to leave out would be loaded.
+    with pytest.raises(ResourceError, match=r"table 'customers' has no column 'note'"):
+        sql_table(sqlite_url, table="customers", excluded_columns=["note"])
+
+
+def test_merge_key_replaces_the_rows_of_a_key(pipeline: sl.Pipeline, sqlite_url: str) -> None:
+    _sqlite_table(
+        sqlite_url,
+        """
+        CREATE TABLE daily (day TEXT, shop TEXT, sold INTEGER);
+        INSERT INTO daily VALUES ('2024-01-01', 'a', 1), ('2024-01-01', 'b', 2), ('2024-01-02', 'a', 3);
+        """,
+    )
+
+    def daily() -> Any:
+        return sql_table(sqlite_url, table="daily", write_disposition="merge", merge_key="day")
+
+    assert daily().hints.merge_key == ("day",)
+    pipeline.run(daily())
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        db.execute("DELETE FROM daily WHERE day = '2024-01-01' AND shop = 'b'")
+    pipeline.run(daily())
+
+    rows = user_columns(delta_rows(pipeline, "daily"))
+    assert sorted((r["day"], r["shop"], r["sold"]) for r in rows) == [
+        ("2024-01-01", "a", 1),
+        ("2024-01-02", "a", 3),
+    ]
+
+
+def test_engine_kwargs_go_to_create_engine(sqlite_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="sqlalchemy.engine"):
+        list(sql_table(sqlite_url, table="customers", engine_kwargs={"echo": True}))
+        list(
+            sql_database(sqlite_url, table_names=["products"], engine_kwargs={"echo": True}).resources[
+                "products"
+            ]
+        )
+    logged = " ".join(r.getMessage() for r in caplog.records if r.name.startswith("sqlalchemy.engine"))
+    assert "FROM customers" in logged and "FROM products" in logged
+    with pytest.raises(TypeError):  # SQLAlchemy's own refusal of an unknown keyword
+        sql_table(sqlite_url, table="customers", engine_kwargs={"no_such_argument": True})
+    with pytest.raises(sl.exceptions.ConfigValueError, match="engine_kwargs.*Engine"):
+        sql_table(sa.create_engine(sqlite_url), table="customers", engine_kwargs={"echo": True})

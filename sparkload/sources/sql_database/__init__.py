@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sparkload.common import context
 from sparkload.config import secrets
 from sparkload.config.accessors import is_sentinel
+from sparkload.exceptions import ResourceError
 from sparkload.extract import mark
 from sparkload.extract.decorators import resource as make_resource
 from sparkload.extract.decorators import source
@@ -72,6 +73,7 @@ def sql_database(
     resolve_foreign_keys: bool = False,
     engine_adapter_callback: Callable[[Any], Any] | None = None,
     incremental: Incremental[Any] | None = None,
+    engine_kwargs: dict[str, Any] | None = None,
 ) -> Iterator[Resource]:
     """A resource for each of ``table_names`` (default: every table of ``schema``, and its
     views with ``include_views``), as dlt's ``sql_database``. Unlike dlt, whose default
@@ -85,7 +87,7 @@ def sql_database(
         resolve_foreign_keys,
         query_adapter_callback,
     )
-    engine = _engine(credentials, engine_adapter_callback)
+    engine = _engine(credentials, engine_adapter_callback, engine_kwargs)
     meta = metadata if metadata is not None else _metadata(schema)
     if defer_table_reflect and not table_names:
         raise ValueError(
@@ -124,15 +126,20 @@ def sql_table(
     backend_kwargs: dict[str, Any] | None = None,
     type_adapter_callback: Callable[[Any], Any] | None = None,
     included_columns: Sequence[str] | None = None,
+    excluded_columns: Sequence[str] | None = None,
     query_adapter_callback: Callable[..., Any] | None = None,
     resolve_foreign_keys: bool = False,
     engine_adapter_callback: Callable[[Any], Any] | None = None,
     write_disposition: Any = "append",
     primary_key: str | Sequence[str] | None = None,
+    merge_key: str | Sequence[str] | None = None,
+    engine_kwargs: dict[str, Any] | None = None,
 ) -> Resource:
     """The table ``table`` as one resource, as dlt's ``sql_table``; ``credentials`` left out
     are read from ``sources.sql_database.credentials``. ``included_columns`` keeps only those
-    columns; ``primary_key`` replaces the reflected one."""
+    columns and ``excluded_columns`` leaves those out (before ``table_adapter_callback``);
+    ``primary_key`` replaces the reflected one; ``engine_kwargs`` go to
+    ``sqlalchemy.create_engine``."""
     if not table:
         raise ValueError("sql_table needs table=, the name of the table to read")
     settings = _settings(
@@ -146,10 +153,10 @@ def sql_table(
     )
     if is_sentinel(credentials):
         credentials = secrets["sources.sql_database.credentials"]
-    engine = _engine(credentials, engine_adapter_callback)
+    engine = _engine(credentials, engine_adapter_callback, engine_kwargs)
     adapter = table_adapter_callback
-    if included_columns is not None:
-        adapter = _keep_columns(list(included_columns), table_adapter_callback)
+    if included_columns is not None or excluded_columns is not None:
+        adapter = _select_columns(included_columns, excluded_columns, table_adapter_callback)
     return _table_resource(
         _TableRead(
             engine=engine,
@@ -165,6 +172,7 @@ def sql_table(
         incremental=incremental,
         write_disposition=write_disposition,
         primary_key=primary_key,
+        merge_key=merge_key,
     )
 
 
@@ -241,10 +249,13 @@ def _table_resource(
     incremental: Incremental[Any] | None,
     write_disposition: Any = "append",
     primary_key: str | Sequence[str] | None = None,
+    merge_key: str | Sequence[str] | None = None,
 ) -> Resource:
     hints: dict[str, Any] = {} if defer_table_reflect else read.hints()
     if primary_key is not None:
         hints["primary_key"] = primary_key
+    if merge_key is not None:
+        hints["merge_key"] = merge_key
     made: Resource = make_resource(_read_table, name=read.name, write_disposition=write_disposition, **hints)(
         table_read=read, incremental=incremental, deferred_hints=defer_table_reflect
     )
@@ -316,8 +327,12 @@ def _require_sqlalchemy() -> None:
         )
 
 
-def _engine(credentials: Any, engine_adapter_callback: Callable[[Any], Any] | None) -> Any:
-    engine = engine_for(credentials)
+def _engine(
+    credentials: Any,
+    engine_adapter_callback: Callable[[Any], Any] | None,
+    engine_kwargs: dict[str, Any] | None = None,
+) -> Any:
+    engine = engine_for(credentials, engine_kwargs or {})
     return engine_adapter_callback(engine) if engine_adapter_callback is not None else engine
 
 
@@ -327,10 +342,23 @@ def _metadata(schema: str | None) -> Any:
     return sa.MetaData(schema=schema)
 
 
-def _keep_columns(names: list[str], then: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+def _select_columns(
+    included: Sequence[str] | None, excluded: Sequence[str] | None, then: Callable[[Any], Any] | None
+) -> Callable[[Any], Any]:
+    """dlt's default table adapter: keep ``included`` (all when None), drop ``excluded``, then
+    call the user's adapter. A name the table does not have is refused: a misspelt excluded
+    column would otherwise be loaded."""
+
     def adapt(table: Any) -> Any:
+        unknown = sorted({*(included or ()), *(excluded or ())} - set(table.columns.keys()))
+        if unknown:
+            raise ResourceError(
+                f"sql_database: table '{table.name}' has no column {', '.join(map(repr, unknown))} "
+                "named in included_columns/excluded_columns; its columns are "
+                + ", ".join(table.columns.keys())
+            )
         for column in list(table.columns):
-            if column.name not in names:
+            if (included is not None and column.name not in included) or column.name in (excluded or ()):
                 table._columns.remove(column)
         return then(table) if then is not None else None
 
