@@ -881,3 +881,74 @@ def test_engine_kwargs_go_to_create_engine(sqlite_url: str, caplog: pytest.LogCa
         sql_table(sqlite_url, table="customers", engine_kwargs={"no_such_argument": True})
     with pytest.raises(sl.exceptions.ConfigValueError, match="engine_kwargs.*Engine"):
         sql_table(sa.create_engine(sqlite_url), table="customers", engine_kwargs={"echo": True})
+
+
+@pytest.mark.parametrize("backend", ["pyarrow", "sqlalchemy"])
+def test_query_adapter_may_return_a_textual_query(
+    pipeline: sl.Pipeline, sqlite_url: str, backend: str
+) -> None:
+    """Columns named as the table's keep its types (SQLite's text datetimes parsed, NUMERIC
+    exact); another column's type comes from its values."""
+
+    def raw(query: Any, table: Any) -> Any:
+        return sa.text("SELECT id, price, seen, upper(name) AS loud FROM products WHERE id <= :n").bindparams(
+            n=2
+        )
+
+    pipeline.run(sql_table(sqlite_url, table="products", query_adapter_callback=raw, backend=backend))
+
+    rows = user_columns(delta_rows(pipeline, "products", order_by="id"))
+    assert [(r["id"], r["price"], r["seen"], r["loud"]) for r in rows] == [
+        (1, decimal.Decimal("12.34"), datetime.datetime(2024, 1, 2, 3, 4, 5, 123456), "KETTLE"),
+        (2, decimal.Decimal("0.50"), datetime.datetime(2024, 2, 29, 23, 59, 59), "CUP"),
+    ]
+    schema = {
+        f.name: str(f.type) for f in deltalake.DeltaTable(f"{pipeline.dataset_uri}/products").schema().fields
+    }
+    assert schema["price"] == 'PrimitiveType("decimal(10,2)")' and schema["loud"] == 'PrimitiveType("string")'
+
+
+def test_table_adapter_may_return_a_select_with_computed_columns(
+    pipeline: sl.Pipeline, sqlite_url: str
+) -> None:
+    """dlt's: the adapter's select is read instead of the table, here with a computed column
+    and a filter; the incremental's range applies to the select's columns."""
+
+    def with_total(table: Any) -> Any:
+        gross = (table.c.price * 2).label("gross")
+        return sa.select(table.c.id, table.c.name, table.c.price, gross).where(table.c.name.is_not(None))
+
+    def products() -> Any:
+        return sql_table(
+            sqlite_url,
+            table="products",
+            table_adapter_callback=with_total,
+            incremental=sl.sources.incremental("id", initial_value=2),
+        )
+
+    resource = products()
+    assert resource.hints.primary_key == ("id",)
+    assert resource.hints.columns["gross"]["data_type"] == "decimal"
+    pipeline.run(resource)
+
+    rows = user_columns(delta_rows(pipeline, "products", order_by="id"))
+    assert rows == [
+        {"id": 2, "name": "cup", "price": decimal.Decimal("0.50"), "gross": decimal.Decimal("1.00")}
+    ]
+    with pytest.raises(ResourceError, match="returned a str"):
+        sql_table(sqlite_url, table="products", table_adapter_callback=lambda table: "SELECT 1")
+
+
+def test_postgres_generated_columns_load(pipeline: sl.Pipeline, pg: Any) -> None:
+    with pg.begin() as c:
+        c.execute(
+            sa.text(
+                "CREATE TABLE lines (id int PRIMARY KEY, qty int, unit numeric(8, 2),"
+                " total numeric(12, 2) GENERATED ALWAYS AS (qty * unit) STORED);"
+                "INSERT INTO lines (id, qty, unit) VALUES (1, 3, 1.25), (2, NULL, 9.99)"
+            )
+        )
+    pipeline.run(sql_table(pg, table="lines"))
+
+    rows = user_columns(delta_rows(pipeline, "lines", order_by="id"))
+    assert [(r["id"], r["total"]) for r in rows] == [(1, decimal.Decimal("3.75")), (2, None)]

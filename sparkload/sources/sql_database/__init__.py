@@ -45,6 +45,7 @@ from sparkload.sources.sql_database.reader import read_chunks
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
+    from sqlalchemy.sql.selectable import NamedFromClause
 
 __all__ = ["ReflectionLevel", "TableBackend", "sql_database", "sql_table"]
 
@@ -199,7 +200,8 @@ class _TableRead:
     query_adapter_callback: Callable[..., Any] | None
     _table: Any = field(default=None, repr=False)
 
-    def table(self) -> sa.Table:
+    def table(self) -> NamedFromClause:
+        """The reflected table, or the select of it that ``table_adapter_callback`` returned."""
         if self._table is None:
             self._table = reflection.reflect_table(
                 self.engine,
@@ -214,7 +216,7 @@ class _TableRead:
     def hints(self) -> dict[str, Any]:
         if self.settings.backend == "spark":
             # Spark's JDBC mapping types the columns; reflection gives the primary key alone.
-            key = [str(column.name) for column in self.table().primary_key.columns]
+            key = reflection.primary_key(self.table())
             return {"columns": {}, "primary_key": key} if key else {"columns": {}}
         found = reflection.table_hints(self.table(), self.settings.reflection_level, self.settings.backend)
         hints: dict[str, Any] = {"columns": found.columns}
@@ -222,19 +224,36 @@ class _TableRead:
             hints["primary_key"] = found.primary_key
         return hints
 
+    def _named_table(self) -> sa.Table:
+        import sqlalchemy as sa
+
+        table = self.table()
+        if not isinstance(table, sa.Table):
+            raise ResourceError(
+                f"sql_database: table '{self.name}': backend='spark' reads a table by name through "
+                "Spark's JDBC source, not the select table_adapter_callback returned; leave columns "
+                "out in place (table._columns.remove) or use backend='pyarrow'"
+            )
+        return table
+
     def chunks(self, incremental: Incremental[Any] | None) -> Iterator[Any]:
         if self.settings.backend == "spark":
             # One lazy DataFrame; the incremental's range is applied to it as a Spark filter,
             # which the JDBC source pushes down to the database.
             spark = context.active_pipeline().spark
             yield jdbc.read_frame(
-                spark, self.engine, self.table(), self.settings.chunk_size, self.settings.backend_kwargs
+                spark,
+                self.engine,
+                self._named_table(),
+                self.settings.chunk_size,
+                self.settings.backend_kwargs,
             )
             return
         query = table_query(self.table(), incremental, self.query_adapter_callback, self.engine)
         yield from read_chunks(
             self.engine,
             query,
+            self.table(),
             self.name,
             self.settings.chunk_size,
             self.settings.backend,

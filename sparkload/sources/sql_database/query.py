@@ -14,16 +14,19 @@ from sparkload.extract.incremental import Incremental
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
+    from sqlalchemy.sql.selectable import NamedFromClause
 
 QueryAdapter = Callable[..., Any]
 
 
 def table_query(
-    table: sa.Table,
+    table: NamedFromClause,
     incremental: Incremental[Any] | None,
     query_adapter_callback: QueryAdapter | None,
     engine: sa.engine.Engine,
-) -> sa.Select[Any]:
+) -> sa.Select[Any] | sa.TextClause:
+    """The table's select with the incremental's range, or what ``query_adapter_callback``
+    returns instead: a select, or a textual query (``sa.text``) as dlt allows."""
     import sqlalchemy as sa  # an optional dependency, loaded with the source
 
     query: sa.Select[Any] = sa.select(table)
@@ -32,12 +35,18 @@ def table_query(
     if query_adapter_callback is not None:
         adapted = _call_adapter(query_adapter_callback, query, table, incremental, engine)
         if adapted is not None:
-            query = adapted
+            if not isinstance(adapted, (sa.Select, sa.TextClause)):
+                raise ResourceError(
+                    f"sql_database: query_adapter_callback for table '{table.name}' returned a "
+                    f"{type(adapted).__name__}; it returns a select, a textual query "
+                    "(sqlalchemy.text) or None"
+                )
+            return adapted
     return query
 
 
 def _incremental_range(
-    query: sa.Select[Any], table: sa.Table, incremental: Incremental[Any]
+    query: sa.Select[Any], table: NamedFromClause, incremental: Incremental[Any]
 ) -> sa.Select[Any]:
     """dlt's: with ``last_value_func`` max the rows from the start (``>=``; ``>`` with
     ``range_start="open"``) up to the end (``<``; ``<=`` with ``range_end="closed"``), with min
@@ -90,7 +99,7 @@ def _incremental_range(
 def _call_adapter(
     adapter: QueryAdapter,
     query: sa.Select[Any],
-    table: sa.Table,
+    table: NamedFromClause,
     incremental: Incremental[Any] | None,
     engine: sa.engine.Engine,
 ) -> Any:

@@ -5,6 +5,7 @@ Only one chunk is held in memory at a time."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from sparkload.sources.sql_database.column_types import ColumnType, column_type
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
+    from sqlalchemy.sql.selectable import NamedFromClause
 
 # What a value that does not fit its column raises: pyarrow's ArrowInvalid and ArrowTypeError
 # are ValueError and TypeError; Decimal's errors are ArithmeticError.
@@ -23,27 +25,68 @@ _VALUE_ERRORS = (ValueError, TypeError, ArithmeticError, pa.ArrowException)
 
 def read_chunks(
     engine: sa.engine.Engine,
-    query: sa.Select[Any],
+    query: sa.Select[Any] | sa.TextClause,
+    table: NamedFromClause,
     table_name: str,
     chunk_size: int,
     backend: str,
     reflection_level: str,
 ) -> Iterator[Any]:
-    # Types come from the query's own columns: a query adapter may select other columns.
-    types = [
-        column_type(table_name, column.key or column.name, column.type, reflection_level)
-        for column in query.selected_columns
-    ]
     with engine.connect() as connection:
         result = connection.execution_options(yield_per=chunk_size).execute(query)
         # Plain str: a reflected name may be SQLAlchemy's quoted_name, a str subclass that
         # serializers refuse as a dict key.
         names = list(map(str, result.keys()))
+        types = _column_types(query, table, table_name, names, reflection_level, engine.dialect)
         for rows in result.partitions(chunk_size):
             if backend == "pyarrow":
                 yield arrow_chunk(table_name, names, types, rows)
             else:
                 yield dict_chunk(table_name, names, types, rows)
+
+
+def _column_types(
+    query: sa.Select[Any] | sa.TextClause,
+    table: NamedFromClause,
+    table_name: str,
+    names: Sequence[str],
+    reflection_level: str,
+    dialect: sa.engine.Dialect,
+) -> list[ColumnType]:
+    selected = getattr(query, "selected_columns", None)
+    if selected is not None:
+        # Types come from the query's own columns: a query adapter may select other columns.
+        return [
+            column_type(table_name, column.key or column.name, column.type, reflection_level)
+            for column in selected
+        ]
+    return [_textual_type(table, table_name, name, reflection_level, dialect) for name in names]
+
+
+def _textual_type(
+    table: NamedFromClause, table_name: str, name: str, reflection_level: str, dialect: sa.engine.Dialect
+) -> ColumnType:
+    """A column of a textual query (``sa.text``), which types nothing: one named as a column of
+    the table takes that column's type, and the processing SQLAlchemy gives that type's driver
+    values (SQLite's datetimes are text); another is inferred from its values."""
+    import sqlalchemy as sa
+
+    if name not in table.c:
+        return column_type(table_name, name, sa.types.NullType(), "minimal")
+    sql_type = table.c[name].type
+    kind = column_type(table_name, name, sql_type, reflection_level)
+    process = sql_type.dialect_impl(dialect).result_processor(dialect, None)
+    if process is None:
+        return kind
+    convert = kind.convert
+    if convert is None:
+        return dataclasses.replace(kind, convert=process)
+
+    def processed(value: Any) -> Any:
+        value = process(value)
+        return None if value is None else convert(value)
+
+    return dataclasses.replace(kind, convert=processed)
 
 
 def arrow_chunk(
