@@ -952,3 +952,29 @@ def test_postgres_generated_columns_load(pipeline: sl.Pipeline, pg: Any) -> None
 
     rows = user_columns(delta_rows(pipeline, "lines", order_by="id"))
     assert [(r["id"], r["total"]) for r in rows] == [(1, decimal.Decimal("3.75")), (2, None)]
+
+
+def test_sql_table_reads_its_arguments_from_its_table_section(
+    pipeline: sl.Pipeline, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dlt's sections: sources.sql_database.<table>.<argument>, then sources.sql_database."""
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CREDENTIALS", sqlite_url)
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CUSTOMERS__BACKEND", "sqlalchemy")
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CUSTOMERS__EXCLUDED_COLUMNS", '["notes"]')
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CUSTOMERS__INCREMENTAL__CURSOR_PATH", "email")
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CUSTOMERS__INCREMENTAL__INITIAL_VALUE", "b@example.com")
+
+    customers: list[Any] = []
+    pipeline.run(sql_table(table="customers").add_map(lambda item: customers.append(item) or item))
+    assert customers == [{"id": 2, "email": "b@example.com"}]  # dicts: the sqlalchemy backend
+    assert user_columns(delta_rows(pipeline, "customers")) == [{"id": 2, "email": "b@example.com"}]
+    # Another table does not see the section; what a caller passes wins over config.
+    (chunk,) = list(sql_table(table="products"))
+    assert isinstance(chunk, pa.Table) and chunk.num_rows == 3
+    (chunk,) = list(sql_table(table="customers", backend="pyarrow", incremental=None))
+    assert isinstance(chunk, pa.Table) and chunk.column_names == ["id", "email"]
+
+    # A table's own credentials come before the source's.
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__PRODUCTS__CREDENTIALS", "sqlite:////nonexistent/dir/x.db")
+    with pytest.raises(sa.exc.OperationalError, match="unable to open database file"):
+        sql_table(table="products")

@@ -24,13 +24,15 @@ when a source or table is made, not when this module is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec
 
 from sparkload.common import context
 from sparkload.config import secrets
-from sparkload.config.accessors import is_sentinel
+from sparkload.config.injection import bind_config
 from sparkload.exceptions import ResourceError
 from sparkload.extract import mark
 from sparkload.extract.decorators import resource as make_resource
@@ -112,6 +114,26 @@ def sql_database(
         )
 
 
+P = ParamSpec("P")
+
+
+def _configured_per_table(make: Callable[P, Resource]) -> Callable[P, Resource]:
+    """dlt's config sections of ``sql_table``: an argument the caller leaves out is read from
+    ``sources.sql_database.<table>.<argument>``, then ``sources.sql_database.<argument>``, so
+    each table can have its own backend, chunk size, columns or incremental."""
+
+    @functools.wraps(make)
+    def configured(*args: P.args, **kwargs: P.kwargs) -> Resource:
+        table = inspect.signature(make).bind_partial(*args, **kwargs).arguments.get("table")
+        chains: list[tuple[str, ...]] = [("sources", "sql_database", str(table))] if table else []
+        chains.append(("sources", "sql_database"))
+        bound = bind_config(make, args, kwargs, sections=chains[0], other_sections=chains[1:])
+        return make(*bound.args, **bound.kwargs)
+
+    return configured
+
+
+@_configured_per_table
 def sql_table(
     credentials: Any = secrets.value,
     table: str | None = None,
@@ -136,13 +158,16 @@ def sql_table(
     merge_key: str | Sequence[str] | None = None,
     engine_kwargs: dict[str, Any] | None = None,
 ) -> Resource:
-    """The table ``table`` as one resource, as dlt's ``sql_table``; ``credentials`` left out
-    are read from ``sources.sql_database.credentials``. ``included_columns`` keeps only those
+    """The table ``table`` as one resource, as dlt's ``sql_table``; an argument left out is
+    read from config, ``sources.sql_database.<table>.<argument>`` first, then
+    ``sources.sql_database.<argument>`` (``credentials`` must be found). ``included_columns`` keeps only those
     columns and ``excluded_columns`` leaves those out (before ``table_adapter_callback``);
     ``primary_key`` replaces the reflected one; ``engine_kwargs`` go to
     ``sqlalchemy.create_engine``."""
     if not table:
         raise ValueError("sql_table needs table=, the name of the table to read")
+    if isinstance(incremental, Mapping):  # given field by field in config
+        incremental = Incremental(**incremental)
     settings = _settings(
         backend,
         chunk_size,
@@ -152,8 +177,6 @@ def sql_table(
         resolve_foreign_keys,
         query_adapter_callback,
     )
-    if is_sentinel(credentials):
-        credentials = secrets["sources.sql_database.credentials"]
     engine = _engine(credentials, engine_adapter_callback, engine_kwargs)
     adapter = table_adapter_callback
     if included_columns is not None or excluded_columns is not None:
