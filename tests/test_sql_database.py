@@ -978,3 +978,27 @@ def test_sql_table_reads_its_arguments_from_its_table_section(
     monkeypatch.setenv("SOURCES__SQL_DATABASE__PRODUCTS__CREDENTIALS", "sqlite:////nonexistent/dir/x.db")
     with pytest.raises(sa.exc.OperationalError, match="unable to open database file"):
         sql_table(table="products")
+
+
+@pytest.mark.parametrize("backend", ["pyarrow", "sqlalchemy"])
+def test_textual_query_reads_json_as_the_table_query_does(
+    pipeline: sl.Pipeline, sqlite_url: str, backend: str
+) -> None:
+    """SQLite keeps JSON as text, which SQLAlchemy's JSON type parses: a textual query's column
+    of the table's JSON column is parsed too (not loaded as a JSON string of the text)."""
+    _sqlite_table(
+        sqlite_url,
+        """CREATE TABLE docs (id INTEGER PRIMARY KEY, doc JSON);
+        INSERT INTO docs VALUES (1, '{"k": [1, "x"]}');""",
+    )
+    textual = sql_table(
+        sqlite_url,
+        table="docs",
+        backend=backend,
+        query_adapter_callback=lambda q, t: sa.text("SELECT * FROM docs"),
+    )
+    plain = sql_table(sqlite_url, table="docs", backend=backend)
+    assert list(textual) == list(plain)
+
+    pipeline.run(textual)
+    assert user_columns(delta_rows(pipeline, "docs")) == [{"id": 1, "doc": '{"k":[1,"x"]}'}]

@@ -43,6 +43,9 @@ class ColumnType:
     convert: Callable[[Any], Any] | None = None
     # The sqlalchemy backend keeps JSON and arrays as Python objects (dlt's json columns).
     as_json: bool = False
+    # SQLAlchemy's processing of the driver's value, before ``convert``: set only for a textual
+    # query, whose columns SQLAlchemy does not type and so does not process.
+    process: Callable[[Any], Any] | None = None
 
 
 def column_type(table: str, name: str, sql_type: sa.types.TypeEngine[Any], level: str) -> ColumnType:

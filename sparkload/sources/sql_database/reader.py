@@ -6,7 +6,7 @@ Only one chunk is held in memory at a time."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -76,17 +76,22 @@ def _textual_type(
     sql_type = table.c[name].type
     kind = column_type(table_name, name, sql_type, reflection_level)
     process = sql_type.dialect_impl(dialect).result_processor(dialect, None)
-    if process is None:
-        return kind
-    convert = kind.convert
-    if convert is None:
-        return dataclasses.replace(kind, convert=process)
+    return dataclasses.replace(kind, process=process)
 
-    def processed(value: Any) -> Any:
+
+def _value_function(kind: ColumnType, json_as_objects: bool) -> Callable[[Any], Any] | None:
+    """What each non-null value of a column goes through: SQLAlchemy's processing where the
+    query left it undone, then the column's conversion (none for JSON kept as objects)."""
+    convert = None if json_as_objects and kind.as_json else kind.convert
+    process = kind.process
+    if process is None or convert is None:
+        return process or convert
+
+    def processed_then_converted(value: Any) -> Any:
         value = process(value)
         return None if value is None else convert(value)
 
-    return dataclasses.replace(kind, convert=processed)
+    return processed_then_converted
 
 
 def arrow_chunk(
@@ -97,8 +102,8 @@ def arrow_chunk(
     for index, (name, kind) in enumerate(zip(names, types, strict=True)):
         values = [row[index] for row in rows]
         try:
-            if kind.convert is not None:
-                convert = kind.convert
+            convert = _value_function(kind, json_as_objects=False)
+            if convert is not None:
                 values = [None if value is None else convert(value) for value in values]
             array = pa.array(values, type=kind.arrow)
         except _VALUE_ERRORS as exc:
@@ -113,7 +118,7 @@ def dict_chunk(
 ) -> list[dict[str, Any]]:
     # JSON and arrays stay Python objects here (dlt's json columns); every other conversion
     # is the one the Arrow backend makes, so both backends load the same values.
-    converts = [None if kind.as_json else kind.convert for kind in types]
+    converts = [_value_function(kind, json_as_objects=True) for kind in types]
     chunk = []
     for row in rows:
         item = {}
