@@ -46,6 +46,10 @@ class ColumnType:
     # SQLAlchemy's processing of the driver's value, before ``convert``: set only for a textual
     # query, whose columns SQLAlchemy does not type and so does not process.
     process: Callable[[Any], Any] | None = None
+    # Values of this class go to Arrow unconverted: Arrow refuses one it cannot hold exactly
+    # (a Decimal with more places or digits than the column's, NaN), and ``convert`` then finds
+    # it and words the error. Converting each value in Python first doubled the time of a chunk.
+    arrow_as_is: type | None = None
 
 
 def column_type(table: str, name: str, sql_type: sa.types.TypeEngine[Any], level: str) -> ColumnType:
@@ -121,7 +125,9 @@ def _decimal(t: sqltypes.Numeric[Any]) -> ColumnType | None:
     if precision > MAX_DECIMAL_PRECISION:
         return None  # wider than Delta's decimal: digits would be lost
     hint = {"data_type": "decimal", "precision": precision, "scale": scale}
-    return ColumnType(hint, pa.decimal128(precision, scale), exact_decimal(precision, scale))
+    return ColumnType(
+        hint, pa.decimal128(precision, scale), exact_decimal(precision, scale), arrow_as_is=decimal.Decimal
+    )
 
 
 @functools.cache

@@ -101,16 +101,34 @@ def arrow_chunk(
     fields = []
     for index, (name, kind) in enumerate(zip(names, types, strict=True)):
         values = [row[index] for row in rows]
+        convert = _value_function(kind, json_as_objects=False)
         try:
-            convert = _value_function(kind, json_as_objects=False)
-            if convert is not None:
-                values = [None if value is None else convert(value) for value in values]
-            array = pa.array(values, type=kind.arrow)
+            array = pa.array(_arrow_values(kind, convert, values), type=kind.arrow)
         except _VALUE_ERRORS as exc:
+            if convert is not None and kind.arrow_as_is is not None:
+                _convert_all(convert, values, table_name, name)  # words Arrow's refusal
             raise value_error(table_name, name, exc) from exc
         arrays.append(array)
         fields.append(pa.field(name, array.type))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _arrow_values(kind: ColumnType, convert: Callable[[Any], Any] | None, values: list[Any]) -> list[Any]:
+    if convert is None:
+        return values
+    as_is = kind.arrow_as_is if kind.process is None else None
+    if as_is is None:
+        return [None if value is None else convert(value) for value in values]
+    return [value if value is None or value.__class__ is as_is else convert(value) for value in values]
+
+
+def _convert_all(convert: Callable[[Any], Any], values: list[Any], table_name: str, column: str) -> None:
+    try:
+        for value in values:
+            if value is not None:
+                convert(value)
+    except _VALUE_ERRORS as exc:
+        raise value_error(table_name, column, exc) from exc
 
 
 def dict_chunk(
