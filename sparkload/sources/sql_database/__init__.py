@@ -160,10 +160,10 @@ def sql_table(
 ) -> Resource:
     """The table ``table`` as one resource, as dlt's ``sql_table``; an argument left out is
     read from config, ``sources.sql_database.<table>.<argument>`` first, then
-    ``sources.sql_database.<argument>`` (``credentials`` must be found). ``included_columns`` keeps only those
-    columns and ``excluded_columns`` leaves those out (before ``table_adapter_callback``);
-    ``primary_key`` replaces the reflected one; ``engine_kwargs`` go to
-    ``sqlalchemy.create_engine``."""
+    ``sources.sql_database.<argument>`` (``credentials`` must be found). ``included_columns``
+    keeps only those columns and ``excluded_columns`` leaves those out (before
+    ``table_adapter_callback``); ``primary_key`` replaces the reflected one; ``engine_kwargs``
+    go to ``sqlalchemy.create_engine``."""
     if not table:
         raise ValueError("sql_table needs table=, the name of the table to read")
     if isinstance(incremental, Mapping):  # given field by field in config
