@@ -283,10 +283,12 @@ def test_postgres_incremental_reads_only_changed_rows(pipeline: sl.Pipeline, pg:
     second = pipeline.run(events())
 
     assert second.row_counts == {"events": 2}
-    # The query itself filtered: a bound parameter at the last cursor value, in cursor order;
+    # The query itself filtered: a bound parameter at the last cursor value (NULL cursors pass,
+    # for on_cursor_value_missing="raise" to see them; no ORDER BY without a row_order, as dlt);
     # the database returned the two changed rows and the one at the previous run's boundary.
-    sql = str(queries[-1].compile(pg))
-    assert "WHERE events.updated_at >= %(updated_at_1)s" in sql and "ORDER BY events.updated_at" in sql
+    sql = " ".join(str(queries[-1].compile(pg)).split())
+    assert "WHERE events.updated_at >= %(updated_at_1)s OR events.updated_at IS NULL" in sql
+    assert "ORDER BY" not in sql
     compiled = queries[-1].compile(pg).params
     assert compiled["updated_at_1"] == start + datetime.timedelta(hours=9)
     with pg.connect() as c:
@@ -579,3 +581,424 @@ def test_backend_spark_reads_postgres_through_jvm_jdbc_incrementally_and_merges(
     schema = {f.name: str(f.type) for f in deltalake.DeltaTable(str(table)).schema().fields}
     assert schema["balance"] == 'PrimitiveType("decimal(12,2)")'
     assert schema["updated_at"] == 'PrimitiveType("timestamp")'
+
+
+# -- exact numerics -----------------------------------------------------------------------------
+def _sqlite_table(sqlite_url: str, script: str) -> None:
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        db.executescript(script)
+
+
+@pytest.mark.parametrize("backend", ["pyarrow", "sqlalchemy"])
+@pytest.mark.parametrize("stored", ["1.005", "2.675", "0.125"])
+def test_sqlite_numeric_beyond_its_scale_fails_naming_table_and_column(
+    pipeline: sl.Pipeline, sqlite_url: str, backend: str, stored: str
+) -> None:
+    """SQLite keeps these as REAL; SQLAlchemy's own float-to-Decimal step rounded them to two
+    places (1.00, 2.67, 0.12) without a word. A value the column's scale cannot hold fails."""
+    _sqlite_table(
+        sqlite_url,
+        f"CREATE TABLE amounts (id INTEGER PRIMARY KEY, v NUMERIC(10, 2)); "
+        f"INSERT INTO amounts VALUES (1, 12.34), (2, {stored});",
+    )
+    with pytest.raises(PipelineStepFailed) as failure:
+        pipeline.run(sql_table(sqlite_url, table="amounts", backend=backend))
+
+    message = str(failure.value)
+    assert "table 'amounts', column 'v'" in message
+    assert stored in message and "decimal(10,2)" in message
+    assert not (Path(pipeline.dataset_uri) / "amounts").exists()
+
+
+@pytest.mark.parametrize("backend", ["pyarrow", "sqlalchemy"])
+def test_sqlite_numerics_load_their_exact_values(
+    pipeline: sl.Pipeline, sqlite_url: str, backend: str
+) -> None:
+    """REAL, INTEGER and TEXT storage all load exactly: a REAL as the shortest decimal that reads
+    back as it (what SQLite prints), an INTEGER of 19 digits without passing through a float."""
+    _sqlite_table(
+        sqlite_url,
+        """
+        CREATE TABLE amounts (id INTEGER PRIMARY KEY, v NUMERIC(10, 2), big NUMERIC(38, 0), free NUMERIC);
+        INSERT INTO amounts VALUES
+            (1, 12.34, 9223372036854775807, 0.000000001),
+            (2, 2.5, -9223372036854775807, 123456789.123456789),
+            (3, 7, 0, 1e20),
+            (4, NULL, NULL, NULL);
+        """,
+    )
+    pipeline.run(sql_table(sqlite_url, table="amounts", backend=backend))
+
+    rows = user_columns(delta_rows(pipeline, "amounts", order_by="id"))
+    D = decimal.Decimal
+    assert [(r["v"], r["big"]) for r in rows] == [
+        (D("12.34"), D(9223372036854775807)),
+        (D("2.50"), D(-9223372036854775807)),
+        (D("7.00"), D(0)),
+        (None, None),
+    ]
+    # An unconstrained NUMERIC is decimal(38, 9); a REAL keeps its 15-17 significant digits.
+    assert [r["free"] for r in rows] == [D("1E-9"), D("123456789.12345679"), D("1E+20"), None]
+
+
+def test_sqlite_unconstrained_numeric_with_more_than_nine_places_fails(
+    pipeline: sl.Pipeline, sqlite_url: str
+) -> None:
+    _sqlite_table(
+        sqlite_url, "CREATE TABLE t (id INTEGER PRIMARY KEY, free NUMERIC); INSERT INTO t VALUES (1, 1e-12);"
+    )
+    with pytest.raises(PipelineStepFailed, match=r"table 't', column 'free'.*1e-12.*decimal\(38,9\)"):
+        pipeline.run(sql_table(sqlite_url, table="t"))
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("1e40", "the value 1" + "0" * 40 + " does not fit"),  # beyond decimal(38, 9)
+        ("0.0000000001", "the value 1E-10 does not fit"),  # a tenth place
+        ("'NaN'", "the value NaN does not fit"),
+    ],
+)
+def test_postgres_unconstrained_numeric_that_delta_cannot_hold_fails(
+    pipeline: sl.Pipeline, pg: Any, value: str, shown: str
+) -> None:
+    with pg.begin() as c:
+        c.execute(
+            sa.text(
+                f"CREATE TABLE n (id int PRIMARY KEY, v numeric); INSERT INTO n VALUES (1, 1.5), (2, {value})"
+            )
+        )
+
+    with pytest.raises(PipelineStepFailed) as failure:
+        pipeline.run(sql_table(pg, table="n"))
+
+    message = str(failure.value)
+    assert "table 'n', column 'v'" in message and shown in message and "decimal(38,9)" in message
+    assert not (Path(pipeline.dataset_uri) / "n").exists()
+
+
+def test_postgres_numeric_keeps_its_digits(pipeline: sl.Pipeline, pg: Any) -> None:
+    with pg.begin() as c:
+        c.execute(
+            sa.text(
+                "CREATE TABLE n (id int PRIMARY KEY, v numeric(38, 2), free numeric);"
+                "INSERT INTO n VALUES (1, 123456789012345678901234567890123456.78, 1.005),"
+                " (2, -0.01, 12345678901234567890123456789.123456789)"
+            )
+        )
+    pipeline.run(sql_table(pg, table="n"))
+
+    rows = user_columns(delta_rows(pipeline, "n", order_by="id"))
+    assert rows == [
+        {
+            "id": 1,
+            "v": decimal.Decimal("123456789012345678901234567890123456.78"),
+            "free": decimal.Decimal("1.005"),
+        },
+        {
+            "id": 2,
+            "v": decimal.Decimal("-0.01"),
+            "free": decimal.Decimal("12345678901234567890123456789.123456789"),
+        },
+    ]
+
+
+# -- a value of the wrong type ------------------------------------------------------------------
+@pytest.mark.parametrize(("backend", "column"), [("pyarrow", "n"), ("sqlalchemy", "b")])
+def test_a_value_of_the_wrong_type_fails_naming_table_and_column(
+    pipeline: sl.Pipeline, sqlite_url: str, backend: str, column: str
+) -> None:
+    """SQLite stores any value in any column: a text in an INTEGER or BLOB column."""
+    _sqlite_table(
+        sqlite_url,
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, b BLOB);"
+        "INSERT INTO t VALUES (1, 2, x'00'), (2, "
+        + ("'abc', x'01'" if column == "n" else "3, 'text'")
+        + ");",
+    )
+    with pytest.raises(PipelineStepFailed, match=f"table 't', column '{column}'"):
+        pipeline.run(sql_table(sqlite_url, table="t", backend=backend))
+
+
+# -- incremental: NULL cursors and row order ----------------------------------------------------
+@pytest.fixture
+def events_url(sqlite_url: str) -> str:
+    _sqlite_table(
+        sqlite_url,
+        """
+        CREATE TABLE events (id INTEGER PRIMARY KEY, seq INTEGER, v TEXT);
+        INSERT INTO events VALUES (1, 10, 'a'), (2, NULL, 'no cursor'), (3, 30, 'c'), (4, 20, 'b');
+        """,
+    )
+    return sqlite_url
+
+
+def _events(url: str, queries: list[Any], **incremental: Any) -> Any:
+    def record(query: Any, table: Any) -> Any:
+        queries.append(query)
+        return query
+
+    return sql_table(
+        url,
+        table="events",
+        incremental=sl.sources.incremental("seq", **incremental),
+        query_adapter_callback=record,
+    )
+
+
+def _sql(query: Any) -> str:
+    return " ".join(str(query.compile(dialect=sa.dialects.sqlite.dialect())).split())
+
+
+@pytest.mark.parametrize("initial_value", [None, 0])
+def test_null_cursor_with_raise_fails_naming_the_cursor_column(
+    pipeline: sl.Pipeline, events_url: str, initial_value: Any
+) -> None:
+    """The query's range let no NULL through, so a start value hid the row without the error."""
+    queries: list[Any] = []
+    with pytest.raises(PipelineStepFailed, match="cursor column 'seq'"):
+        pipeline.run(_events(events_url, queries, initial_value=initial_value))
+
+
+def test_null_cursor_with_exclude_is_left_out_by_the_query(pipeline: sl.Pipeline, events_url: str) -> None:
+    queries: list[Any] = []
+    for initial_value in (None, 0):
+        pipeline.run(
+            _events(events_url, queries, initial_value=initial_value, on_cursor_value_missing="exclude")
+        )
+        assert "events.seq IS NOT NULL" in _sql(queries[-1])
+    assert [r["id"] for r in delta_rows(pipeline, "events", order_by="id")] == [1, 3, 4]
+
+
+def test_null_cursor_with_include_is_read_with_the_range(pipeline: sl.Pipeline, events_url: str) -> None:
+    """As dlt: the rows without a cursor value are read with every run's range (a merge on the
+    primary key keeps one copy of each)."""
+    queries: list[Any] = []
+
+    def run() -> None:
+        resource = _events(events_url, queries, initial_value=0, on_cursor_value_missing="include")
+        resource.apply_hints(write_disposition="merge")
+        pipeline.run(resource)
+
+    run()
+    assert "events.seq >= ? OR events.seq IS NULL" in _sql(queries[-1])
+    run()
+    rows = user_columns(delta_rows(pipeline, "events", order_by="id"))
+    assert [r["id"] for r in rows] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    ("func", "row_order", "order"),
+    [
+        (max, None, None),
+        (max, "asc", "ORDER BY events.seq ASC"),
+        (max, "desc", "ORDER BY events.seq DESC"),
+        (min, "asc", "ORDER BY events.seq DESC"),
+        (min, "desc", "ORDER BY events.seq ASC"),
+    ],
+)
+def test_query_is_ordered_by_the_row_order(
+    pipeline: sl.Pipeline, events_url: str, func: Any, row_order: str | None, order: str | None
+) -> None:
+    """dlt's: ORDER BY only for a declared row_order, ascending where the rows then arrive in
+    the direction last_value_func moves (asc with max, desc with min)."""
+    queries: list[Any] = []
+    resource = _events(
+        events_url,
+        queries,
+        initial_value=0 if func is max else 100,
+        last_value_func=func,
+        row_order=row_order,
+        on_cursor_value_missing="exclude",
+    )
+    pipeline.run(resource)
+
+    sql = _sql(queries[-1])
+    if order is None:
+        assert "ORDER BY" not in sql
+    else:
+        assert sql.endswith(order)
+    assert sorted(r["id"] for r in delta_rows(pipeline, "events")) == [1, 3, 4]
+
+
+# -- dlt's other sql_table arguments ------------------------------------------------------------
+def test_included_and_excluded_columns(pipeline: sl.Pipeline, sqlite_url: str) -> None:
+    both = sql_table(
+        sqlite_url, table="products", included_columns=["id", "name", "price"], excluded_columns=["price"]
+    )
+    assert sorted(both.hints.columns) == ["id", "name"]
+    pipeline.run(both)
+    pipeline.run(sql_table(sqlite_url, table="customers", excluded_columns=["notes"]))
+
+    assert user_columns(delta_rows(pipeline, "products", order_by="id"))[0] == {"id": 1, "name": "kettle"}
+    assert user_columns(delta_rows(pipeline, "customers", order_by="id")) == [
+        {"id": 1, "email": "a@example.com"},
+        {"id": 2, "email": "b@example.com"},
+    ]
+    # A misspelt name is refused: the column it meant to leave out would be loaded.
+    with pytest.raises(ResourceError, match=r"table 'customers' has no column 'note'"):
+        sql_table(sqlite_url, table="customers", excluded_columns=["note"])
+
+
+def test_merge_key_replaces_the_rows_of_a_key(pipeline: sl.Pipeline, sqlite_url: str) -> None:
+    _sqlite_table(
+        sqlite_url,
+        """
+        CREATE TABLE daily (day TEXT, shop TEXT, sold INTEGER);
+        INSERT INTO daily VALUES ('2024-01-01', 'a', 1), ('2024-01-01', 'b', 2), ('2024-01-02', 'a', 3);
+        """,
+    )
+
+    def daily() -> Any:
+        return sql_table(sqlite_url, table="daily", write_disposition="merge", merge_key="day")
+
+    assert daily().hints.merge_key == ("day",)
+    pipeline.run(daily())
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        db.execute("DELETE FROM daily WHERE day = '2024-01-01' AND shop = 'b'")
+    pipeline.run(daily())
+
+    rows = user_columns(delta_rows(pipeline, "daily"))
+    assert sorted((r["day"], r["shop"], r["sold"]) for r in rows) == [
+        ("2024-01-01", "a", 1),
+        ("2024-01-02", "a", 3),
+    ]
+
+
+def test_engine_kwargs_go_to_create_engine(sqlite_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="sqlalchemy.engine"):
+        list(sql_table(sqlite_url, table="customers", engine_kwargs={"echo": True}))
+        list(
+            sql_database(sqlite_url, table_names=["products"], engine_kwargs={"echo": True}).resources[
+                "products"
+            ]
+        )
+    logged = " ".join(r.getMessage() for r in caplog.records if r.name.startswith("sqlalchemy.engine"))
+    assert "FROM customers" in logged and "FROM products" in logged
+    with pytest.raises(TypeError):  # SQLAlchemy's own refusal of an unknown keyword
+        sql_table(sqlite_url, table="customers", engine_kwargs={"no_such_argument": True})
+    with pytest.raises(sl.exceptions.ConfigValueError, match="engine_kwargs.*Engine"):
+        sql_table(sa.create_engine(sqlite_url), table="customers", engine_kwargs={"echo": True})
+
+
+@pytest.mark.parametrize("backend", ["pyarrow", "sqlalchemy"])
+def test_query_adapter_may_return_a_textual_query(
+    pipeline: sl.Pipeline, sqlite_url: str, backend: str
+) -> None:
+    """Columns named as the table's keep its types (SQLite's text datetimes parsed, NUMERIC
+    exact); another column's type comes from its values."""
+
+    def raw(query: Any, table: Any) -> Any:
+        return sa.text("SELECT id, price, seen, upper(name) AS loud FROM products WHERE id <= :n").bindparams(
+            n=2
+        )
+
+    pipeline.run(sql_table(sqlite_url, table="products", query_adapter_callback=raw, backend=backend))
+
+    rows = user_columns(delta_rows(pipeline, "products", order_by="id"))
+    assert [(r["id"], r["price"], r["seen"], r["loud"]) for r in rows] == [
+        (1, decimal.Decimal("12.34"), datetime.datetime(2024, 1, 2, 3, 4, 5, 123456), "KETTLE"),
+        (2, decimal.Decimal("0.50"), datetime.datetime(2024, 2, 29, 23, 59, 59), "CUP"),
+    ]
+    schema = {
+        f.name: str(f.type) for f in deltalake.DeltaTable(f"{pipeline.dataset_uri}/products").schema().fields
+    }
+    assert schema["price"] == 'PrimitiveType("decimal(10,2)")' and schema["loud"] == 'PrimitiveType("string")'
+
+
+def test_table_adapter_may_return_a_select_with_computed_columns(
+    pipeline: sl.Pipeline, sqlite_url: str
+) -> None:
+    """dlt's: the adapter's select is read instead of the table, here with a computed column
+    and a filter; the incremental's range applies to the select's columns."""
+
+    def with_total(table: Any) -> Any:
+        gross = (table.c.price * 2).label("gross")
+        return sa.select(table.c.id, table.c.name, table.c.price, gross).where(table.c.name.is_not(None))
+
+    def products() -> Any:
+        return sql_table(
+            sqlite_url,
+            table="products",
+            table_adapter_callback=with_total,
+            incremental=sl.sources.incremental("id", initial_value=2),
+        )
+
+    resource = products()
+    assert resource.hints.primary_key == ("id",)
+    assert resource.hints.columns["gross"]["data_type"] == "decimal"
+    pipeline.run(resource)
+
+    rows = user_columns(delta_rows(pipeline, "products", order_by="id"))
+    assert rows == [
+        {"id": 2, "name": "cup", "price": decimal.Decimal("0.50"), "gross": decimal.Decimal("1.00")}
+    ]
+    with pytest.raises(ResourceError, match="returned a str"):
+        sql_table(sqlite_url, table="products", table_adapter_callback=lambda table: "SELECT 1")
+
+
+def test_postgres_generated_columns_load(pipeline: sl.Pipeline, pg: Any) -> None:
+    with pg.begin() as c:
+        c.execute(
+            sa.text(
+                "CREATE TABLE lines (id int PRIMARY KEY, qty int, unit numeric(8, 2),"
+                " total numeric(12, 2) GENERATED ALWAYS AS (qty * unit) STORED);"
+                "INSERT INTO lines (id, qty, unit) VALUES (1, 3, 1.25), (2, NULL, 9.99)"
+            )
+        )
+    pipeline.run(sql_table(pg, table="lines"))
+
+    rows = user_columns(delta_rows(pipeline, "lines", order_by="id"))
+    assert [(r["id"], r["total"]) for r in rows] == [(1, decimal.Decimal("3.75")), (2, None)]
+
+
+def test_sql_table_reads_its_arguments_from_its_table_section(
+    pipeline: sl.Pipeline, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dlt's sections: sources.sql_database.<table>.<argument>, then sources.sql_database."""
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CREDENTIALS", sqlite_url)
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CUSTOMERS__BACKEND", "sqlalchemy")
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CUSTOMERS__EXCLUDED_COLUMNS", '["notes"]')
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CUSTOMERS__INCREMENTAL__CURSOR_PATH", "email")
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__CUSTOMERS__INCREMENTAL__INITIAL_VALUE", "b@example.com")
+
+    customers: list[Any] = []
+    pipeline.run(sql_table(table="customers").add_map(lambda item: customers.append(item) or item))
+    assert customers == [{"id": 2, "email": "b@example.com"}]  # dicts: the sqlalchemy backend
+    assert user_columns(delta_rows(pipeline, "customers")) == [{"id": 2, "email": "b@example.com"}]
+    # Another table does not see the section; what a caller passes wins over config.
+    (chunk,) = list(sql_table(table="products"))
+    assert isinstance(chunk, pa.Table) and chunk.num_rows == 3
+    (chunk,) = list(sql_table(table="customers", backend="pyarrow", incremental=None))
+    assert isinstance(chunk, pa.Table) and chunk.column_names == ["id", "email"]
+
+    # A table's own credentials come before the source's.
+    monkeypatch.setenv("SOURCES__SQL_DATABASE__PRODUCTS__CREDENTIALS", "sqlite:////nonexistent/dir/x.db")
+    with pytest.raises(sa.exc.OperationalError, match="unable to open database file"):
+        sql_table(table="products")
+
+
+@pytest.mark.parametrize("backend", ["pyarrow", "sqlalchemy"])
+def test_textual_query_reads_json_as_the_table_query_does(
+    pipeline: sl.Pipeline, sqlite_url: str, backend: str
+) -> None:
+    """SQLite keeps JSON as text, which SQLAlchemy's JSON type parses: a textual query's column
+    of the table's JSON column is parsed too (not loaded as a JSON string of the text)."""
+    _sqlite_table(
+        sqlite_url,
+        """CREATE TABLE docs (id INTEGER PRIMARY KEY, doc JSON);
+        INSERT INTO docs VALUES (1, '{"k": [1, "x"]}');""",
+    )
+    textual = sql_table(
+        sqlite_url,
+        table="docs",
+        backend=backend,
+        query_adapter_callback=lambda q, t: sa.text("SELECT * FROM docs"),
+    )
+    plain = sql_table(sqlite_url, table="docs", backend=backend)
+    assert list(textual) == list(plain)
+
+    pipeline.run(textual)
+    assert user_columns(delta_rows(pipeline, "docs")) == [{"id": 1, "doc": '{"k":[1,"x"]}'}]

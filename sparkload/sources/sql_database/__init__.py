@@ -24,13 +24,16 @@ when a source or table is made, not when this module is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec
 
 from sparkload.common import context
 from sparkload.config import secrets
-from sparkload.config.accessors import is_sentinel
+from sparkload.config.injection import bind_config
+from sparkload.exceptions import ResourceError
 from sparkload.extract import mark
 from sparkload.extract.decorators import resource as make_resource
 from sparkload.extract.decorators import source
@@ -44,6 +47,7 @@ from sparkload.sources.sql_database.reader import read_chunks
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
+    from sqlalchemy.sql.selectable import NamedFromClause
 
 __all__ = ["ReflectionLevel", "TableBackend", "sql_database", "sql_table"]
 
@@ -72,6 +76,7 @@ def sql_database(
     resolve_foreign_keys: bool = False,
     engine_adapter_callback: Callable[[Any], Any] | None = None,
     incremental: Incremental[Any] | None = None,
+    engine_kwargs: dict[str, Any] | None = None,
 ) -> Iterator[Resource]:
     """A resource for each of ``table_names`` (default: every table of ``schema``, and its
     views with ``include_views``), as dlt's ``sql_database``. Unlike dlt, whose default
@@ -85,7 +90,7 @@ def sql_database(
         resolve_foreign_keys,
         query_adapter_callback,
     )
-    engine = _engine(credentials, engine_adapter_callback)
+    engine = _engine(credentials, engine_adapter_callback, engine_kwargs)
     meta = metadata if metadata is not None else _metadata(schema)
     if defer_table_reflect and not table_names:
         raise ValueError(
@@ -109,6 +114,26 @@ def sql_database(
         )
 
 
+P = ParamSpec("P")
+
+
+def _configured_per_table(make: Callable[P, Resource]) -> Callable[P, Resource]:
+    """dlt's config sections of ``sql_table``: an argument the caller leaves out is read from
+    ``sources.sql_database.<table>.<argument>``, then ``sources.sql_database.<argument>``, so
+    each table can have its own backend, chunk size, columns or incremental."""
+
+    @functools.wraps(make)
+    def configured(*args: P.args, **kwargs: P.kwargs) -> Resource:
+        table = inspect.signature(make).bind_partial(*args, **kwargs).arguments.get("table")
+        chains: list[tuple[str, ...]] = [("sources", "sql_database", str(table))] if table else []
+        chains.append(("sources", "sql_database"))
+        bound = bind_config(make, args, kwargs, sections=chains[0], other_sections=chains[1:])
+        return make(*bound.args, **bound.kwargs)
+
+    return configured
+
+
+@_configured_per_table
 def sql_table(
     credentials: Any = secrets.value,
     table: str | None = None,
@@ -124,17 +149,25 @@ def sql_table(
     backend_kwargs: dict[str, Any] | None = None,
     type_adapter_callback: Callable[[Any], Any] | None = None,
     included_columns: Sequence[str] | None = None,
+    excluded_columns: Sequence[str] | None = None,
     query_adapter_callback: Callable[..., Any] | None = None,
     resolve_foreign_keys: bool = False,
     engine_adapter_callback: Callable[[Any], Any] | None = None,
     write_disposition: Any = "append",
     primary_key: str | Sequence[str] | None = None,
+    merge_key: str | Sequence[str] | None = None,
+    engine_kwargs: dict[str, Any] | None = None,
 ) -> Resource:
-    """The table ``table`` as one resource, as dlt's ``sql_table``; ``credentials`` left out
-    are read from ``sources.sql_database.credentials``. ``included_columns`` keeps only those
-    columns; ``primary_key`` replaces the reflected one."""
+    """The table ``table`` as one resource, as dlt's ``sql_table``; an argument left out is
+    read from config, ``sources.sql_database.<table>.<argument>`` first, then
+    ``sources.sql_database.<argument>`` (``credentials`` must be found). ``included_columns``
+    keeps only those columns and ``excluded_columns`` leaves those out (before
+    ``table_adapter_callback``); ``primary_key`` replaces the reflected one; ``engine_kwargs``
+    go to ``sqlalchemy.create_engine``."""
     if not table:
         raise ValueError("sql_table needs table=, the name of the table to read")
+    if isinstance(incremental, Mapping):  # given field by field in config
+        incremental = Incremental(**incremental)
     settings = _settings(
         backend,
         chunk_size,
@@ -144,12 +177,10 @@ def sql_table(
         resolve_foreign_keys,
         query_adapter_callback,
     )
-    if is_sentinel(credentials):
-        credentials = secrets["sources.sql_database.credentials"]
-    engine = _engine(credentials, engine_adapter_callback)
+    engine = _engine(credentials, engine_adapter_callback, engine_kwargs)
     adapter = table_adapter_callback
-    if included_columns is not None:
-        adapter = _keep_columns(list(included_columns), table_adapter_callback)
+    if included_columns is not None or excluded_columns is not None:
+        adapter = _select_columns(included_columns, excluded_columns, table_adapter_callback)
     return _table_resource(
         _TableRead(
             engine=engine,
@@ -165,6 +196,7 @@ def sql_table(
         incremental=incremental,
         write_disposition=write_disposition,
         primary_key=primary_key,
+        merge_key=merge_key,
     )
 
 
@@ -191,7 +223,8 @@ class _TableRead:
     query_adapter_callback: Callable[..., Any] | None
     _table: Any = field(default=None, repr=False)
 
-    def table(self) -> sa.Table:
+    def table(self) -> NamedFromClause:
+        """The reflected table, or the select of it that ``table_adapter_callback`` returned."""
         if self._table is None:
             self._table = reflection.reflect_table(
                 self.engine,
@@ -206,7 +239,7 @@ class _TableRead:
     def hints(self) -> dict[str, Any]:
         if self.settings.backend == "spark":
             # Spark's JDBC mapping types the columns; reflection gives the primary key alone.
-            key = [str(column.name) for column in self.table().primary_key.columns]
+            key = reflection.primary_key(self.table())
             return {"columns": {}, "primary_key": key} if key else {"columns": {}}
         found = reflection.table_hints(self.table(), self.settings.reflection_level, self.settings.backend)
         hints: dict[str, Any] = {"columns": found.columns}
@@ -214,19 +247,36 @@ class _TableRead:
             hints["primary_key"] = found.primary_key
         return hints
 
+    def _named_table(self) -> sa.Table:
+        import sqlalchemy as sa
+
+        table = self.table()
+        if not isinstance(table, sa.Table):
+            raise ResourceError(
+                f"sql_database: table '{self.name}': backend='spark' reads a table by name through "
+                "Spark's JDBC source, not the select table_adapter_callback returned; leave columns "
+                "out in place (table._columns.remove) or use backend='pyarrow'"
+            )
+        return table
+
     def chunks(self, incremental: Incremental[Any] | None) -> Iterator[Any]:
         if self.settings.backend == "spark":
             # One lazy DataFrame; the incremental's range is applied to it as a Spark filter,
             # which the JDBC source pushes down to the database.
             spark = context.active_pipeline().spark
             yield jdbc.read_frame(
-                spark, self.engine, self.table(), self.settings.chunk_size, self.settings.backend_kwargs
+                spark,
+                self.engine,
+                self._named_table(),
+                self.settings.chunk_size,
+                self.settings.backend_kwargs,
             )
             return
         query = table_query(self.table(), incremental, self.query_adapter_callback, self.engine)
         yield from read_chunks(
             self.engine,
             query,
+            self.table(),
             self.name,
             self.settings.chunk_size,
             self.settings.backend,
@@ -241,10 +291,13 @@ def _table_resource(
     incremental: Incremental[Any] | None,
     write_disposition: Any = "append",
     primary_key: str | Sequence[str] | None = None,
+    merge_key: str | Sequence[str] | None = None,
 ) -> Resource:
     hints: dict[str, Any] = {} if defer_table_reflect else read.hints()
     if primary_key is not None:
         hints["primary_key"] = primary_key
+    if merge_key is not None:
+        hints["merge_key"] = merge_key
     made: Resource = make_resource(_read_table, name=read.name, write_disposition=write_disposition, **hints)(
         table_read=read, incremental=incremental, deferred_hints=defer_table_reflect
     )
@@ -316,8 +369,12 @@ def _require_sqlalchemy() -> None:
         )
 
 
-def _engine(credentials: Any, engine_adapter_callback: Callable[[Any], Any] | None) -> Any:
-    engine = engine_for(credentials)
+def _engine(
+    credentials: Any,
+    engine_adapter_callback: Callable[[Any], Any] | None,
+    engine_kwargs: dict[str, Any] | None = None,
+) -> Any:
+    engine = engine_for(credentials, engine_kwargs or {})
     return engine_adapter_callback(engine) if engine_adapter_callback is not None else engine
 
 
@@ -327,10 +384,23 @@ def _metadata(schema: str | None) -> Any:
     return sa.MetaData(schema=schema)
 
 
-def _keep_columns(names: list[str], then: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+def _select_columns(
+    included: Sequence[str] | None, excluded: Sequence[str] | None, then: Callable[[Any], Any] | None
+) -> Callable[[Any], Any]:
+    """dlt's default table adapter: keep ``included`` (all when None), drop ``excluded``, then
+    call the user's adapter. A name the table does not have is refused: a misspelt excluded
+    column would otherwise be loaded."""
+
     def adapt(table: Any) -> Any:
+        unknown = sorted({*(included or ()), *(excluded or ())} - set(table.columns.keys()))
+        if unknown:
+            raise ResourceError(
+                f"sql_database: table '{table.name}' has no column {', '.join(map(repr, unknown))} "
+                "named in included_columns/excluded_columns; its columns are "
+                + ", ".join(table.columns.keys())
+            )
         for column in list(table.columns):
-            if column.name not in names:
+            if (included is not None and column.name not in included) or column.name in (excluded or ()):
                 table._columns.remove(column)
         return then(table) if then is not None else None
 

@@ -24,14 +24,23 @@ _URL_FIELDS = {
 }
 
 
-def engine_for(credentials: Any) -> sa.engine.Engine:
-    """The engine ``credentials`` name; an ``Engine`` is used as it is (the caller owns it)."""
+def engine_for(credentials: Any, engine_kwargs: Mapping[str, Any] | None = None) -> sa.engine.Engine:
+    """The engine ``credentials`` name, made with ``engine_kwargs`` (``sqlalchemy.create_engine``'s
+    keywords); an ``Engine`` is used as it is (the caller owns it, and made it with its own)."""
     import sqlalchemy as sa  # an optional dependency, loaded with the source
 
+    kwargs = dict(engine_kwargs or {})
     if isinstance(credentials, sa.engine.Engine):
+        if kwargs:
+            raise ConfigValueError(
+                f"sql_database engine_kwargs {sorted(kwargs)} cannot apply to an Engine given as "
+                "credentials (it is made already); pass them to sqlalchemy.create_engine yourself, "
+                "or give a URL",
+                key="engine_kwargs",
+            )
         return credentials
     if isinstance(credentials, (str, sa.engine.URL)):
-        return sa.create_engine(credentials)
+        return sa.create_engine(credentials, **kwargs)
     if isinstance(credentials, Mapping):
         unknown = sorted(set(credentials) - set(_URL_FIELDS))
         if unknown or "drivername" not in credentials:
@@ -43,7 +52,7 @@ def engine_for(credentials: Any) -> sa.engine.Engine:
         fields = {_URL_FIELDS[k]: v for k, v in credentials.items() if v is not None}
         if "port" in fields:
             fields["port"] = int(fields["port"])
-        return sa.create_engine(sa.engine.URL.create(**fields))
+        return sa.create_engine(sa.engine.URL.create(**fields), **kwargs)
     raise ConfigValueError(
         "sql_database credentials must be a connection string, an sqlalchemy URL or Engine, or a "
         f"mapping of drivername/username/password/host/port/database; got {type(credentials).__name__}",

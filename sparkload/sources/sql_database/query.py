@@ -14,16 +14,19 @@ from sparkload.extract.incremental import Incremental
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
+    from sqlalchemy.sql.selectable import NamedFromClause
 
 QueryAdapter = Callable[..., Any]
 
 
 def table_query(
-    table: sa.Table,
+    table: NamedFromClause,
     incremental: Incremental[Any] | None,
     query_adapter_callback: QueryAdapter | None,
     engine: sa.engine.Engine,
-) -> sa.Select[Any]:
+) -> sa.Select[Any] | sa.TextClause:
+    """The table's select with the incremental's range, or what ``query_adapter_callback``
+    returns instead: a select, or a textual query (``sa.text``) as dlt allows."""
     import sqlalchemy as sa  # an optional dependency, loaded with the source
 
     query: sa.Select[Any] = sa.select(table)
@@ -32,18 +35,32 @@ def table_query(
     if query_adapter_callback is not None:
         adapted = _call_adapter(query_adapter_callback, query, table, incremental, engine)
         if adapted is not None:
-            query = adapted
+            if not isinstance(adapted, (sa.Select, sa.TextClause)):
+                raise ResourceError(
+                    f"sql_database: query_adapter_callback for table '{table.name}' returned a "
+                    f"{type(adapted).__name__}; it returns a select, a textual query "
+                    "(sqlalchemy.text) or None"
+                )
+            return adapted
     return query
 
 
 def _incremental_range(
-    query: sa.Select[Any], table: sa.Table, incremental: Incremental[Any]
+    query: sa.Select[Any], table: NamedFromClause, incremental: Incremental[Any]
 ) -> sa.Select[Any]:
     """dlt's: with ``last_value_func`` max the rows from the start (``>=``; ``>`` with
-    ``range_start="open"``) up to the end (``<``; ``<=`` with ``range_end="closed"``) in
-    ascending cursor order, with min the mirror image; another function loads every row and
-    leaves the range to the incremental's filter. Rows at the start value are read again and
-    the incremental drops the ones the previous run loaded (by primary key or row hash)."""
+    ``range_start="open"``) up to the end (``<``; ``<=`` with ``range_end="closed"``), with min
+    the mirror image; another function loads every row and leaves the range to the
+    incremental's filter. Rows at the start value are read again and the incremental drops the
+    ones the previous run loaded (by primary key or row hash).
+
+    Rows whose cursor is NULL are in no range: ``on_cursor_value_missing="exclude"`` leaves
+    them out (``AND cursor IS NOT NULL``); ``include`` and ``raise`` read them with the range
+    (``OR cursor IS NULL``), so the incremental includes them, or fails naming the cursor
+    column, as it does for any other resource; a range alone would drop them unseen.
+
+    ``ORDER BY`` the cursor only for a declared ``row_order`` (as dlt): ascending where
+    ``row_order`` is the direction ``last_value_func`` moves, descending otherwise."""
     import sqlalchemy as sa
 
     cursor_path = str(incremental.cursor_path)
@@ -57,11 +74,9 @@ def _incremental_range(
     if func is max:
         start_op = operator.ge if incremental.range_start == "closed" else operator.gt
         end_op = operator.lt if incremental.range_end == "open" else operator.le
-        order = cursor.asc()
     elif func is min:
         start_op = operator.le if incremental.range_start == "closed" else operator.lt
         end_op = operator.gt if incremental.range_end == "open" else operator.ge
-        order = cursor.desc()
     else:
         return query
     conditions = []
@@ -69,18 +84,22 @@ def _incremental_range(
         conditions.append(start_op(cursor, incremental.start_value))
     if incremental.end_value is not None:
         conditions.append(end_op(cursor, incremental.end_value))
-    if conditions:
-        in_range = sa.and_(*conditions)
-        if incremental.on_cursor_value_missing == "include":
-            in_range = sa.or_(in_range, cursor.is_(None))
-        query = query.where(in_range)
-    return query.order_by(order)
+    missing = incremental.on_cursor_value_missing
+    if missing == "exclude":
+        query = query.where(sa.and_(*conditions, cursor.is_not(None)))
+    elif conditions:
+        query = query.where(sa.or_(sa.and_(*conditions), cursor.is_(None)))
+    if incremental.row_order is None:
+        return query
+    moves_up = func is max
+    ascending = (incremental.row_order == "asc") == moves_up
+    return query.order_by(cursor.asc() if ascending else cursor.desc())
 
 
 def _call_adapter(
     adapter: QueryAdapter,
     query: sa.Select[Any],
-    table: sa.Table,
+    table: NamedFromClause,
     incremental: Incremental[Any] | None,
     engine: sa.engine.Engine,
 ) -> Any:

@@ -7,10 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparkload.sources.sql_database.column_types import column_type
+from sparkload.exceptions import ResourceError
+from sparkload.sources.sql_database.column_types import column_type, driver_values_numeric
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
+    from sqlalchemy.sql.selectable import NamedFromClause
 
 TableAdapter = Callable[["sa.Table"], Any]
 TypeAdapter = Callable[["sa.types.TypeEngine[Any]"], Any]
@@ -31,10 +33,12 @@ def reflect_table(
     metadata: sa.MetaData,
     table_adapter_callback: TableAdapter | None,
     type_adapter_callback: TypeAdapter | None,
-) -> sa.Table:
+) -> NamedFromClause:
     """The table ``name`` with its columns, types adapted by ``type_adapter_callback`` (a new
     type, or None to keep the reflected one) and then passed to ``table_adapter_callback``
-    (which may remove columns), as dlt calls them."""
+    (which may remove columns), as dlt calls them. The adapter may return a select of the
+    table (computed columns, a join, a filter) to read instead: it is read as a subquery
+    named as the table."""
     import sqlalchemy as sa  # an optional dependency, loaded with the source
 
     table = sa.Table(name, metadata, schema=schema, autoload_with=engine)
@@ -44,9 +48,39 @@ def reflect_table(
             if adapted is not None:
                 # The result's values are processed by the new type too (its result processor).
                 column.type = adapted() if isinstance(adapted, type) else adapted
+    if not engine.dialect.supports_native_decimal:
+        _read_numerics_as_stored(table)
     if table_adapter_callback is not None:
-        table_adapter_callback(table)
+        adapted = table_adapter_callback(table)
+        if adapted is not None:
+            return _as_from_clause(adapted, table)
     return table
+
+
+def _as_from_clause(adapted: Any, table: sa.Table) -> NamedFromClause:
+    import sqlalchemy as sa
+    from sqlalchemy.sql.selectable import NamedFromClause
+
+    if isinstance(adapted, sa.Select):
+        return adapted.subquery(str(table.name))
+    if isinstance(adapted, NamedFromClause):
+        return adapted
+    raise ResourceError(
+        f"sql_database: table_adapter_callback for table '{table.name}' returned a "
+        f"{type(adapted).__name__}; it changes the table in place and returns None, or returns a "
+        "select (or subquery) to read instead"
+    )
+
+
+def _read_numerics_as_stored(table: sa.Table) -> None:
+    """Decimal columns read the driver's values, converted exactly by column_types rather than
+    rounded to the column's scale by SQLAlchemy (see ``driver_values_numeric``)."""
+    from sqlalchemy.sql import sqltypes
+
+    for column in table.columns:
+        kind = column.type
+        if isinstance(kind, sqltypes.Numeric) and not isinstance(kind, sqltypes.Float) and kind.asdecimal:
+            column.type = driver_values_numeric(kind)
 
 
 def table_names(engine: sa.engine.Engine, schema: str | None, include_views: bool) -> list[str]:
@@ -59,7 +93,7 @@ def table_names(engine: sa.engine.Engine, schema: str | None, include_views: boo
     return names
 
 
-def table_hints(table: sa.Table, reflection_level: str, backend: str) -> TableHints:
+def table_hints(table: NamedFromClause, reflection_level: str, backend: str) -> TableHints:
     """The hints of ``table``; with the ``sqlalchemy`` backend JSON and arrays are Python
     objects kept whole in a json column (as in dlt), whatever pyarrow can type."""
     columns = {}
@@ -70,4 +104,11 @@ def table_hints(table: sa.Table, reflection_level: str, backend: str) -> TableHi
             hint = {"data_type": "json"}
         if hint is not None:
             columns[str(column.name)] = hint
-    return TableHints(columns, [str(column.name) for column in table.primary_key.columns])
+    return TableHints(columns, primary_key(table))
+
+
+def primary_key(table: NamedFromClause) -> list[str]:
+    """The primary key's columns: a Table's constraint, or a subquery's set of the columns that
+    stand for them."""
+    key = table.primary_key
+    return [str(column.name) for column in getattr(key, "columns", key)]
