@@ -9,6 +9,7 @@ sparkload must allow the ``http://`` endpoint itself.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import os
@@ -94,16 +95,19 @@ def _wait_until_answering(endpoint: str, process: subprocess.Popen[bytes], timeo
     raise RuntimeError(f"moto_server did not answer at {endpoint} within {timeout:.0f} s")
 
 
-@pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+@contextlib.contextmanager
+def _running_moto(log_folder: Path, environment: dict[str, str]) -> Iterator[S3Server]:
     executable = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
     if not Path(executable).exists():
         pytest.fail("moto_server is not installed: pip install 'sparkload[test]' (moto[server])")
     port = _free_port()
     endpoint = f"http://{HOST}:{port}"
-    log = (tmp_path_factory.mktemp("moto") / "moto_server.log").open("wb")
+    log = (log_folder / "moto_server.log").open("wb")
     process = subprocess.Popen(
-        [executable, "-H", HOST, "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+        [executable, "-H", HOST, "-p", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **environment},
     )
     try:
         _wait_until_answering(endpoint, process)
@@ -118,27 +122,57 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
         log.close()
 
 
-@pytest.fixture
-def s3_bucket(s3_server: S3Server) -> Iterator[S3Bucket]:
-    """A new, empty bucket, with the standard AWS variables set for this test only. Every
-    variable of the list is put back as it was afterwards, also one that sparkload set
-    itself during the test (monkeypatch forgets a variable it deleted while it was unset)."""
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A server that accepts any keys."""
+    with _running_moto(tmp_path_factory.mktemp("moto"), {}) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def s3_server_checking_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A server that checks every request's keys against its (empty) IAM: the test keys are
+    refused, as a real store refuses wrong credentials."""
+    with _running_moto(tmp_path_factory.mktemp("moto_iam"), {"INITIAL_NO_AUTH_ACTION_COUNT": "0"}) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def aws_variables(server: S3Server) -> Iterator[None]:
+    """The standard AWS variables for ``server``; every variable of the list is put back as
+    it was afterwards, also one that sparkload set itself meanwhile (monkeypatch forgets a
+    variable it deleted while it was unset)."""
     saved = {variable: os.environ.get(variable) for variable in _STANDARD_VARIABLES}
     for variable in _STANDARD_VARIABLES:
         os.environ.pop(variable, None)
     os.environ.update(
-        AWS_ACCESS_KEY_ID=ACCESS_KEY,
-        AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+        AWS_ACCESS_KEY_ID=server.access_key,
+        AWS_SECRET_ACCESS_KEY=server.secret_key,
         AWS_REGION=REGION,
-        AWS_ENDPOINT_URL=s3_server.endpoint,
+        AWS_ENDPOINT_URL=server.endpoint,
     )
-    bucket = S3Bucket(s3_server, f"lake-bucket-{os.getpid()}-{next(_buckets)}")
     try:
-        s3_server.create_bucket(bucket.name)
-        yield bucket
+        yield
     finally:
         for variable, value in saved.items():
             if value is None:
                 os.environ.pop(variable, None)
             else:
                 os.environ[variable] = value
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server) -> Iterator[S3Bucket]:
+    """A new, empty bucket, with the standard AWS variables set for this test only."""
+    with aws_variables(s3_server):
+        bucket = S3Bucket(s3_server, f"lake-bucket-{os.getpid()}-{next(_buckets)}")
+        s3_server.create_bucket(bucket.name)
+        yield bucket
+
+
+@pytest.fixture
+def s3_refusing_keys(s3_server_checking_keys: S3Server) -> Iterator[S3Server]:
+    """The key-checking server, with the standard AWS variables (its refused keys) set for
+    this test only."""
+    with aws_variables(s3_server_checking_keys):
+        yield s3_server_checking_keys

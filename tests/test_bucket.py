@@ -19,7 +19,7 @@ from sparkload.exceptions import ConfigValueError, EngineError, InvalidNameError
 from sparkload.pipeline.trace_file import TRACE_FILE
 
 if TYPE_CHECKING:
-    from s3_server import S3Bucket
+    from s3_server import S3Bucket, S3Server
 
 # The S3 server and bucket fixtures (imported by pytest only, so that it rewrites asserts).
 pytest_plugins = ("s3_server",)
@@ -238,3 +238,18 @@ def test_a_missing_bucket_fails_in_seconds_naming_it(s3_bucket: S3Bucket, tmp_pa
         pipeline.run([{"id": 1}], table_name="orders")
     assert time.monotonic() - started < 10
     assert "no-such-lake-bucket" in str(refused.value)
+
+
+def test_refused_keys_fail_in_seconds_naming_the_bucket(s3_refusing_keys: S3Server, tmp_path: Path) -> None:
+    pipeline = sl.pipeline(
+        "orders",
+        destination=sl.destinations.delta("s3://keyed-lake-bucket/lake"),
+        pipelines_dir=tmp_path / "work",
+    )
+    started = time.monotonic()
+    with pytest.raises(EngineError) as refused:
+        pipeline.run([{"id": 1}], table_name="orders")
+    assert time.monotonic() - started < 10
+    message = str(refused.value)
+    assert "keyed-lake-bucket" in message
+    assert s3_refusing_keys.secret_key not in message
