@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sparkload.common.paths import check_folder_name
+from sparkload.engine.object_store import apply_s3_settings
 from sparkload.exceptions import SparkloadError
 from sparkload.load.dataset import CatalogDataset, Dataset, PathDataset
 
@@ -27,7 +28,12 @@ class DeltaDestination:
     staging_url: str | None = None
 
     def dataset(self, session: Callable[[], Any], dataset_name: str, working_dir: str) -> Dataset:
-        """The dataset ``dataset_name``; ``session`` gives the SparkSession when first needed."""
+        """The dataset ``dataset_name``; ``session`` gives the SparkSession when first needed.
+        A bucket's S3 settings are made complete first: the dataset's folders are opened
+        through pyarrow, and the engine reads the same settings."""
+        for uri in (self.bucket_url, self.staging_url):
+            if uri is not None:
+                apply_s3_settings(uri)
         if self.catalog is not None:
             staging = (
                 f"{self.staging_url.rstrip('/')}/{self.catalog}/{dataset_name}"

@@ -18,7 +18,7 @@ from sparkload.exceptions import SparkloadError
 from sparkload.pipeline.attach import attach
 from sparkload.pipeline.drop import DropPlan, plan_drop
 from sparkload.pipeline.listing import list_local_pipelines
-from sparkload.pipeline.pipeline import Pipeline, _default_pipelines_dir
+from sparkload.pipeline.pipeline import Pipeline, pipelines_dir_path
 from sparkload.pipeline.resource_tables import known_resources, tables_by_resource
 from sparkload.pipeline.trace_file import TRACE_FILE, trace_json
 
@@ -114,7 +114,7 @@ def add_parser(commands: Any) -> None:
 
 
 def _pipelines_dir(args: argparse.Namespace) -> Path:
-    return Path(args.pipelines_dir) if args.pipelines_dir else _default_pipelines_dir()
+    return pipelines_dir_path(args.pipelines_dir or None)
 
 
 def _attach(args: argparse.Namespace) -> Pipeline:

@@ -5,6 +5,9 @@ Invariants:
   staging folder beside the dataset) is checked by ``check_folder_name`` before anything
   is read or written: it can never name a parent, an absolute path or a nested folder;
 - a table name reaches a dataset folder only in dlt's normal form (``check_table_name``);
+- a folder that must be on this machine's disk (``pipelines_dir``) is taken from what the
+  user gave by ``local_folder``, which refuses a URL instead of making a folder named
+  ``s3:`` of it;
 - ``reachable_path`` is the one place a local path becomes the path handed to the engine,
   to delta-rs and to pyarrow. Their URL parsers disagree on characters such as a space,
   ``%``, ``#``, ``?`` or ``\\``: Sail 0.7 writes a table's log to ``my%20lake`` and its
@@ -21,6 +24,8 @@ import os
 import re
 import tempfile
 import threading
+import urllib.parse
+from pathlib import Path
 
 from sparkload.exceptions import InvalidNameError
 
@@ -29,12 +34,19 @@ FOLDER_NAME_RULE = (
     "(not '.' or '..', at most 200 characters)"
 )
 TABLE_NAME_RULE = "a table in a dataset is named in dlt's normal form (lowercase letters, digits, '_')"
+LOCAL_FOLDER_RULE = (
+    "the pipelines' working folders hold each pipeline's run lock, extracted files, traces and "
+    "a copy of its state, which need a local filesystem (dlt too requires a local pipelines_dir): "
+    "use a local folder; the destination (and a catalog's staging_url) may be in a bucket, "
+    "and the state is read back from there on a machine whose working folder is empty"
+)
 # Room for the lock file's ``.<name>.lock`` within the 255 bytes most filesystems allow.
 _MAX_FOLDER_NAME = 200
 _FOLDER_NAME = re.compile(r"[\w.-]+")
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 # Characters every URL parser reads as themselves in a path.
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9/._~+=,@-]*")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _links_lock = threading.Lock()
 
 
@@ -63,6 +75,27 @@ def check_table_name(name: str) -> str:
     if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name):
         raise InvalidNameError("table_name", str(name), TABLE_NAME_RULE)
     return name
+
+
+def local_folder(argument: str, value: str | os.PathLike[str]) -> Path:
+    """The local folder ``value`` (a path, or a ``file://`` URL) given as ``argument``; any
+    other URL is refused with ``InvalidNameError``: as a path, ``s3://bucket/work`` would
+    silently become the local folders ``s3:/bucket/work``."""
+    text = os.fspath(value)
+    if text.startswith("file://"):
+        return Path(text[len("file://") :])
+    if _URL.match(text):
+        raise InvalidNameError(argument, _without_credentials(text), LOCAL_FOLDER_RULE)
+    return Path(text)
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` as it may be shown: a user and password in it are replaced by ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"***@{host}"))
 
 
 def reachable_path(uri: str) -> str:

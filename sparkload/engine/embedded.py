@@ -2,6 +2,8 @@
 
 Sail runs inside this process (no JVM), so start-up costs well under a second. Every
 pipeline in the process shares the one server; it stops when the interpreter exits.
+Being in this process, it builds its S3 client from this process's environment when it
+first touches a bucket: ``engine/object_store.py`` completes those settings beforehand.
 """
 
 from __future__ import annotations

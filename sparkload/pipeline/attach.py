@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from sparkload.common.paths import check_folder_name
 from sparkload.destinations import DeltaDestination
 from sparkload.exceptions import SparkloadError
-from sparkload.pipeline.pipeline import Pipeline, _default_pipelines_dir, pipeline
+from sparkload.pipeline.pipeline import Pipeline, pipeline, pipelines_dir_path
 from sparkload.pipeline.pipeline_file import PIPELINE_FILE, read_pipeline_file
 
 
@@ -22,7 +21,7 @@ def attach(
     it. ``destination`` and ``dataset_name`` override that file, and are needed where the
     working directory has none; the state then comes from the destination."""
     check_folder_name("pipeline_name", pipeline_name)  # before its folder is read
-    directory = Path(pipelines_dir) if pipelines_dir is not None else _default_pipelines_dir()
+    directory = pipelines_dir_path(pipelines_dir)
     # Read before making the Pipeline: making it writes the file. Not needed (and not read,
     # so a damaged one is replaced) when both are given.
     given = destination is not None and dataset_name is not None

@@ -37,32 +37,46 @@ def check_engine_sees(spark: Any, working_folder: str, other: tuple[str, str]) -
         "the pipeline's working folder": Folder(working_folder),
         other[0]: Folder(other[1]),
     }
-    for folder in folders.values():
-        folder.write(name, token.encode())
+    written: list[Folder] = []
     try:
-        if not _engine_reads(spark, [f"{folder.uri}/{name}" for folder in folders.values()], token):
-            unseen = [
-                f"{what} ({folder.uri})"
-                for what, folder in folders.items()
-                if not _engine_reads(spark, [f"{folder.uri}/{name}"], token)
-            ]
+        for what, folder in folders.items():
+            _write_marker(what, folder, name, token)
+            written.append(folder)
+        # One read per folder: a read of paths on two filesystems (a local folder and a
+        # bucket) returns the rows of one of them only on Sail 0.7.2, without an error.
+        unseen = [
+            f"{what} ({folder.uri})"
+            for what, folder in folders.items()
+            if not _engine_reads(spark, f"{folder.uri}/{name}", token)
+        ]
+        if unseen:
             raise EngineError(
                 "the Spark engine cannot read files that this process writes in "
-                + " and in ".join(unseen or ["these folders"])
-                + ": a remote engine must reach the same paths (a shared filesystem or an object "
-                "store URL for both pipelines_dir and the destination)"
+                + " and in ".join(unseen)
+                + ": a remote engine must reach the same paths (pipelines_dir on a filesystem "
+                "that this machine and the engine share, the destination there or in an object store)"
             )
     finally:
-        for folder in folders.values():
+        for folder in written:
             folder.remove(name)
     with _lock:
         _seen.add(key)
 
 
-def _engine_reads(spark: Any, paths: list[str], token: str) -> bool:
+def _write_marker(what: str, folder: Folder, name: str, token: str) -> None:
+    """Write the marker file; a folder this process cannot write (a bucket that does not
+    exist, credentials the store refuses) fails here, in seconds, naming the folder (and
+    so the bucket) with the store's own answer."""
     try:
-        rows = spark.read.text(paths).collect()
+        folder.write(name, token.encode())
+    except OSError as exc:
+        raise EngineError(f"cannot write to {what} ({folder.uri}): {exc}") from exc
+
+
+def _engine_reads(spark: Any, path: str, token: str) -> bool:
+    try:
+        rows = spark.read.text(path).collect()
     except Exception:
-        logger.debug("the engine did not read %s", paths, exc_info=True)
+        logger.debug("the engine did not read %s", path, exc_info=True)
         return False
-    return len(rows) == len(paths) and all(row[0] == token for row in rows)
+    return len(rows) == 1 and rows[0][0] == token

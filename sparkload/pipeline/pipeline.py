@@ -33,7 +33,7 @@ from sparkload.common.package import (
     LoadPackage,
     list_packages,
 )
-from sparkload.common.paths import check_folder_name, folder_name_from, reachable_path
+from sparkload.common.paths import check_folder_name, folder_name_from, local_folder, reachable_path
 from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.time import Window, as_utc, now
 from sparkload.engine import resolve_spark
@@ -98,8 +98,15 @@ _STEP_ORDER = ("run", "extract", "normalize", "load")
 _CONCURRENT_TABLES = 4
 
 
-def _default_pipelines_dir() -> Path:
-    return Path(os.environ.get("SPARKLOAD_PIPELINES_DIR", Path.home() / ".sparkload" / "pipelines"))
+def pipelines_dir_path(pipelines_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The folder holding the pipelines' working folders: ``pipelines_dir``, else
+    $SPARKLOAD_PIPELINES_DIR, else ``~/.sparkload/pipelines``; always a local folder."""
+    if pipelines_dir is not None:
+        return local_folder("pipelines_dir", pipelines_dir)
+    from_environment = os.environ.get("SPARKLOAD_PIPELINES_DIR")
+    if from_environment:
+        return local_folder("SPARKLOAD_PIPELINES_DIR", from_environment)
+    return Path.home() / ".sparkload" / "pipelines"
 
 
 def _new_load_id() -> str:
@@ -1149,7 +1156,7 @@ def pipeline(
         pipeline_name,
         destination,
         dataset_name or f"{pipeline_name}_dataset",
-        Path(pipelines_dir) if pipelines_dir is not None else _default_pipelines_dir(),
+        pipelines_dir_path(pipelines_dir),
         dev_mode=dev_mode,
         spark=spark,
         progress=progress,

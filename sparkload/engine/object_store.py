@@ -1,0 +1,75 @@
+"""S3 settings for this process: the standard AWS variables, completed from sparkload's
+config and secrets under dlt's names.
+
+The embedded Sail server runs in this process and builds its S3 client from the standard
+AWS variables when it first touches a bucket; pyarrow's S3 filesystem (manifests, markers,
+listings) reads the same variables. So the one place both look is this process's
+environment: a value from ``[destination.filesystem.credentials]`` (dlt's names) is put
+there when the variable is unset, and ``AWS_ALLOW_HTTP=true`` is added for an ``http://``
+endpoint (Sail refuses one without it; pyarrow needs nothing). A variable the user set is
+never changed: where config says otherwise (also a value put there from config that
+config no longer holds: the engine may have built its client from it), the pipeline is
+refused, naming both settings.
+
+No value read here reaches a log line or an exception: messages name settings only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import urllib.parse
+
+from sparkload.config import config, secrets
+from sparkload.exceptions import ConfigValueError
+
+logger = logging.getLogger(__name__)
+
+S3_SCHEMES = frozenset({"s3", "s3a"})
+CREDENTIALS_SECTION = "destination.filesystem.credentials"
+# dlt's name under CREDENTIALS_SECTION → the standard variable, and whether it is a secret.
+_SETTINGS: tuple[tuple[str, str, bool], ...] = (
+    ("aws_access_key_id", "AWS_ACCESS_KEY_ID", False),
+    ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY", True),
+    ("aws_session_token", "AWS_SESSION_TOKEN", True),
+    ("region_name", "AWS_REGION", False),
+    ("endpoint_url", "AWS_ENDPOINT_URL", False),
+)
+ALLOW_HTTP = "AWS_ALLOW_HTTP"
+_lock = threading.Lock()
+
+
+def is_s3_url(uri: str) -> bool:
+    return urllib.parse.urlsplit(uri).scheme.lower() in S3_SCHEMES
+
+
+def apply_s3_settings(uri: str) -> None:
+    """Make this process's S3 settings complete for ``uri`` (nothing for another scheme)."""
+    if not is_s3_url(uri):
+        return
+    with _lock:
+        for name, variable, secret in _SETTINGS:
+            key = f"{CREDENTIALS_SECTION}.{name}"
+            value = (secrets if secret else config).get(key)
+            if value is None:
+                continue
+            text = str(value)
+            current = os.environ.get(variable)
+            if current is None:
+                _set(variable, text)
+            elif current != text:
+                raise ConfigValueError(
+                    f"{key} and the environment variable {variable} are both set, to different "
+                    f"values: the engine and pyarrow read one set of S3 settings per process "
+                    f"(the environment's); set one of the two",
+                    key=key,
+                )
+        endpoint = os.environ.get("AWS_ENDPOINT_URL", "")
+        if endpoint.lower().startswith("http://") and ALLOW_HTTP not in os.environ:
+            _set(ALLOW_HTTP, "true")
+
+
+def _set(variable: str, value: str) -> None:
+    os.environ[variable] = value
+    logger.debug("set %s for this process's S3 clients", variable)

@@ -1,0 +1,178 @@
+"""A real S3 API server on 127.0.0.1 for the bucket tests: moto's server mode in a process.
+
+``s3_server`` (one per test session) starts ``moto_server -H 127.0.0.1 -p <free port>``,
+waits until it answers and stops it at the end. ``s3_bucket`` (one per test) creates a
+fresh bucket by an HTTP PUT of ``/<bucket>`` and sets the standard AWS variables for the
+test only, restored afterwards as monkeypatch restores them. AWS_ALLOW_HTTP is left unset:
+sparkload must allow the ``http://`` endpoint itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+HOST = "127.0.0.1"
+ACCESS_KEY = "sparkload-test-key"
+SECRET_KEY = "sparkload-test-secret-do-not-log"
+REGION = "us-east-1"
+_STANDARD_VARIABLES = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ALLOW_HTTP",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+)
+_buckets = itertools.count()
+
+
+@dataclasses.dataclass(frozen=True)
+class S3Server:
+    endpoint: str
+    access_key: str = ACCESS_KEY
+    secret_key: str = SECRET_KEY
+
+    def create_bucket(self, name: str) -> None:
+        request = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert answer.status == 200, answer.status
+
+    def storage_options(self) -> dict[str, str]:
+        """The same endpoint and keys for delta-rs (``deltalake``), an independent reader."""
+        return {
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_REGION": REGION,
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class S3Bucket:
+    server: S3Server
+    name: str
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.name}"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_until_answering(endpoint: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"moto_server exited with {process.returncode} before answering")
+        try:
+            with urllib.request.urlopen(f"{endpoint}/", timeout=1):
+                return
+        except urllib.error.HTTPError:
+            return  # an HTTP answer, even an error, means it is serving
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"moto_server did not answer at {endpoint} within {timeout:.0f} s")
+
+
+@contextlib.contextmanager
+def _running_moto(log_folder: Path, environment: dict[str, str]) -> Iterator[S3Server]:
+    executable = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
+    if not Path(executable).exists():
+        pytest.fail("moto_server is not installed: pip install 'sparkload[test]' (moto[server])")
+    port = _free_port()
+    endpoint = f"http://{HOST}:{port}"
+    log = (log_folder / "moto_server.log").open("wb")
+    process = subprocess.Popen(
+        [executable, "-H", HOST, "-p", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **environment},
+    )
+    try:
+        _wait_until_answering(endpoint, process)
+        yield S3Server(endpoint)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A server that accepts any keys."""
+    with _running_moto(tmp_path_factory.mktemp("moto"), {}) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def s3_server_checking_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A server that checks every request's keys against its (empty) IAM: the test keys are
+    refused, as a real store refuses wrong credentials."""
+    with _running_moto(tmp_path_factory.mktemp("moto_iam"), {"INITIAL_NO_AUTH_ACTION_COUNT": "0"}) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def aws_variables(server: S3Server) -> Iterator[None]:
+    """The standard AWS variables for ``server``; every variable of the list is put back as
+    it was afterwards, also one that sparkload set itself meanwhile (monkeypatch forgets a
+    variable it deleted while it was unset)."""
+    saved = {variable: os.environ.get(variable) for variable in _STANDARD_VARIABLES}
+    for variable in _STANDARD_VARIABLES:
+        os.environ.pop(variable, None)
+    os.environ.update(
+        AWS_ACCESS_KEY_ID=server.access_key,
+        AWS_SECRET_ACCESS_KEY=server.secret_key,
+        AWS_REGION=REGION,
+        AWS_ENDPOINT_URL=server.endpoint,
+    )
+    try:
+        yield
+    finally:
+        for variable, value in saved.items():
+            if value is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = value
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server) -> Iterator[S3Bucket]:
+    """A new, empty bucket, with the standard AWS variables set for this test only."""
+    with aws_variables(s3_server):
+        bucket = S3Bucket(s3_server, f"lake-bucket-{os.getpid()}-{next(_buckets)}")
+        s3_server.create_bucket(bucket.name)
+        yield bucket
+
+
+@pytest.fixture
+def s3_refusing_keys(s3_server_checking_keys: S3Server) -> Iterator[S3Server]:
+    """The key-checking server, with the standard AWS variables (its refused keys) set for
+    this test only."""
+    with aws_variables(s3_server_checking_keys):
+        yield s3_server_checking_keys
