@@ -56,6 +56,10 @@ def _convert(value: Any, target: Any) -> Any:
     cls = origin if isinstance(origin, type) else target
     if not isinstance(cls, type):
         return value
+    from_config = getattr(cls, "from_config_value", None)
+    if callable(from_config):
+        # a class that knows how a config value makes one (ConnectionStringCredentials)
+        return from_config(value)
     if cls is TSecretValue or cls is str:
         return _to_str(value)
     if cls is bool:

@@ -1,0 +1,167 @@
+"""dlt's module paths and names under sparkload: a dlt script ports by changing ``import dlt``
+to ``import sparkload as dlt`` and ``from dlt.X`` to ``from sparkload.X``.
+
+The imports are the ones dlt's own templates make; each behaviour is checked on real
+components (a SQLite file, an HTTP server on 127.0.0.1, Delta tables read by delta-rs)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import delta_rows
+from http_api import APIRequest, FakeAPI
+
+import sparkload as sl
+from sparkload.config import project_settings_dir
+from sparkload.sources.credentials import ConnectionStringCredentials
+from sparkload.sources.sql_database import sql_table
+
+# What dlt 1.31's templates import (dlt/_workspace/_templates), as ``from sparkload.X``;
+# docs/dlt.md says why the two it imports beyond these have no counterpart.
+TEMPLATE_IMPORTS = [
+    ("sparkload.common", "Decimal"),
+    ("sparkload.common", "pendulum"),
+    ("sparkload.common.pendulum", "pendulum"),
+    ("sparkload.sources", "TDataItems"),
+    ("sparkload.sources", "TDataItem"),
+    ("sparkload.sources", "DltResource"),
+    ("sparkload.sources", "DltSource"),
+    ("sparkload.sources", "incremental"),
+    ("sparkload.sources.credentials", "ConnectionStringCredentials"),
+    ("sparkload.sources.helpers", "requests"),
+    ("sparkload.sources.helpers.rest_client", "RESTClient"),
+    ("sparkload.sources.helpers.rest_client", "paginate"),
+    ("sparkload.sources.helpers.rest_client.auth", "BearerTokenAuth"),
+    ("sparkload.sources.helpers.rest_client.paginators", "HeaderLinkPaginator"),
+    ("sparkload.sources.rest_api", "RESTAPIConfig"),
+    ("sparkload.sources.rest_api", "check_connection"),
+    ("sparkload.sources.rest_api", "rest_api_resources"),
+    ("sparkload.sources.rest_api", "rest_api_source"),
+    ("sparkload.sources.rest_api.typing", "RESTAPIConfig"),
+    ("sparkload.sources.filesystem", "filesystem"),
+    ("sparkload.sources.filesystem", "readers"),
+    ("sparkload.sources.filesystem", "read_csv"),
+    ("sparkload.sources.sql_database", "sql_database"),
+    ("sparkload.sources.sql_database", "sql_table"),
+    ("sparkload.sources.sql_database", "Table"),
+]
+
+
+@pytest.mark.parametrize(("module", "name"), TEMPLATE_IMPORTS)
+def test_names_dlt_templates_import_resolve(module: str, name: str) -> None:
+    namespace: dict[str, Any] = {}
+    exec(f"from {module} import {name}", namespace)  # the statement a ported script runs
+    assert namespace[name] is not None
+
+
+def test_dlt_typing_names_are_sparkloads_classes() -> None:
+    from sparkload.common import Decimal, pendulum
+    from sparkload.sources import DltResource, DltSource
+    from sparkload.sources.sql_database import Table
+
+    assert DltResource is sl.Resource and DltSource is sl.Source
+    assert Decimal("1.10") == Decimal("1.1") and pendulum.datetime(2024, 1, 1).year == 2024
+    assert Table.__module__.startswith("sqlalchemy")
+
+
+def test_connection_string_credentials_parse_and_hide_the_password() -> None:
+    creds = ConnectionStringCredentials("mysql+pymysql://rfamro:p%40ss@db.example:4497/Rfam?charset=utf8")
+    assert (creds.drivername, creds.username, creds.host, creds.port, creds.database) == (
+        "mysql+pymysql",
+        "rfamro",
+        "db.example",
+        4497,
+        "Rfam",
+    )
+    assert creds.password == "p@ss" and creds.query == {"charset": "utf8"}
+    assert (
+        creds.to_native_representation() == "mysql+pymysql://rfamro:p%40ss@db.example:4497/Rfam?charset=utf8"
+    )
+    assert "p@ss" not in repr(creds) and "p%40ss" not in str(creds) and "p@ss" not in repr(dict(creds))
+    absolute = ConnectionStringCredentials("sqlite:////tmp/x.db")
+    assert absolute.database == "/tmp/x.db" and absolute.to_native_representation() == "sqlite:////tmp/x.db"
+    with pytest.raises(sl.ConfigValueError, match="no field 'user'"):
+        ConnectionStringCredentials({"drivername": "sqlite", "user": "x"})
+
+
+@pytest.fixture
+def sqlite_file(tmp_path: Path) -> Path:
+    path = tmp_path / "shop.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE family (id INTEGER PRIMARY KEY, name TEXT)")
+        db.executemany("INSERT INTO family VALUES (?, ?)", [(1, "a"), (2, "b")])
+    return path
+
+
+def test_connection_string_credentials_from_secrets_reach_sql_database(
+    sqlite_file: Path, pipeline: sl.Pipeline
+) -> None:
+    """dlt's sql_database template: a source function whose ``credentials`` parameter is
+    annotated ``ConnectionStringCredentials`` gets one made from secrets.toml's table."""
+
+    settings = project_settings_dir()
+    settings.mkdir(parents=True)
+    (settings / "secrets.toml").write_text(
+        f'[sources.shop.credentials]\ndrivername = "sqlite"\ndatabase = "{sqlite_file}"\n'
+    )
+    seen: list[Any] = []
+
+    @sl.source(name="shop")
+    def shop(credentials: ConnectionStringCredentials = sl.secrets.value) -> Any:
+        seen.append(credentials)
+        return sql_table(credentials, table="family")
+
+    pipeline.run(shop())
+    assert isinstance(seen[0], ConnectionStringCredentials) and seen[0].database == str(sqlite_file)
+    rows = delta_rows(pipeline, "family", order_by="id")
+    assert [(row["id"], row["name"]) for row in rows] == [(1, "a"), (2, "b")]
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAPI]:
+    with FakeAPI() as server:
+        yield server
+
+
+def test_check_connection_fetches_one_page_and_reports_failures(api: FakeAPI) -> None:
+    from sparkload.sources.rest_api import check_connection, rest_api_source
+
+    api.route("/pokemon", lambda request: (200, {}, [{"id": 1}, {"id": 2}]))
+    api.route("/broken", lambda request: (500, {}, {"error": "down"}))
+    source = rest_api_source(
+        {"client": {"base_url": api.url}, "resources": ["pokemon", "broken"]}, name="pokemon"
+    )
+    assert check_connection(source, "pokemon") == (True, "")
+    failed, message = check_connection(source, "broken")
+    assert failed is False and "500" in message
+    unknown, message = check_connection(source, "not_existing_endpoint")
+    assert unknown is False and "not_existing_endpoint" in message
+    assert [request.path for request in api.requests if isinstance(request, APIRequest)].count(
+        "/pokemon"
+    ) == 1
+
+
+def test_sql_client_runs_sql_against_the_datasets_delta_tables(pipeline: sl.Pipeline) -> None:
+    pipeline.run([{"id": 1, "name": "a"}, {"id": 2, "name": "b"}], table_name="users")
+    with pipeline.sql_client() as client:
+        assert client.execute_sql("SELECT id, name FROM users ORDER BY id") == [(1, "a"), (2, "b")]
+        with client.execute_query("SELECT count(*) AS n FROM users") as cursor:
+            assert cursor.fetchall() == [(2,)]
+        with client.execute_query("SELECT name FROM users WHERE id = 2") as cursor:
+            assert cursor.df()["name"].tolist() == ["b"]
+        with pytest.raises(sl.SparkloadError, match="no query parameters"):
+            client.execute_sql("SELECT * FROM users WHERE id = %s", 1)
+
+
+def test_last_normalize_info_counts_rows_per_table(pipeline: sl.Pipeline) -> None:
+    info = pipeline.run([{"id": 1, "tags": ["x", "y"]}, {"id": 2, "tags": []}], table_name="items")
+    trace = pipeline.last_trace
+    assert trace is not None
+    normalized = trace.last_normalize_info
+    assert normalized is not None
+    assert normalized.loads_ids == info.loads_ids
+    assert normalized.row_counts == {"items": 2, "items__tags": 2}
