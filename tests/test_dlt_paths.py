@@ -6,6 +6,7 @@ components (a SQLite file, an HTTP server on 127.0.0.1, Delta tables read by del
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,3 +166,60 @@ def test_last_normalize_info_counts_rows_per_table(pipeline: sl.Pipeline) -> Non
     assert normalized is not None
     assert normalized.loads_ids == info.loads_ids
     assert normalized.row_counts == {"items": 2, "items__tags": 2}
+
+
+# -- dlt's .dlt folder and its sections --------------------------------------------------------
+
+
+def _write(folder: Path, name: str, text: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+
+
+def test_dlt_folder_config_and_secrets_are_read_and_sparkload_folder_wins(pipeline: sl.Pipeline) -> None:
+    dlt_dir = project_settings_dir().parent / ".dlt"
+    _write(dlt_dir, "config.toml", '[sources.test_dlt_paths.rows]\ncount = 2\nlabel = "from .dlt"\n')
+    _write(dlt_dir, "secrets.toml", '[sources.test_dlt_paths.rows]\ntoken = "dlt-secret"\n')
+    _write(project_settings_dir(), "config.toml", '[sources.test_dlt_paths.rows]\nlabel = "from sparkload"\n')
+
+    @sl.resource
+    def rows(
+        count: int = sl.config.value, label: str = sl.config.value, token: str = sl.secrets.value
+    ) -> Any:
+        for n in range(count):
+            yield {"n": n, "label": label, "token_length": len(token)}
+
+    pipeline.run(rows())
+    assert [(row["n"], row["label"], row["token_length"]) for row in delta_rows(pipeline, "rows", "n")] == [
+        (0, "from sparkload", 10),
+        (1, "from sparkload", 10),
+    ]
+
+
+def test_source_name_of_the_module_is_its_config_section(
+    tmp_path: Path, pipeline: sl.Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dlt's ``__source_name__`` names the section of what a module defines, and a resource's
+    own section (``sources.<section>.<resource>``) comes before the section's."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "github_pipeline_helpers.py").write_text(
+        "import sparkload as dlt\n"
+        "__source_name__ = 'github'\n"
+        "@dlt.resource\n"
+        "def issues(per_page: int = dlt.config.value):\n"
+        "    yield {'per_page': per_page}\n"
+        "@dlt.resource\n"
+        "def pulls(per_page: int = dlt.config.value):\n"
+        "    yield {'per_page': per_page}\n"
+    )
+    monkeypatch.syspath_prepend(str(code))
+    _write(
+        project_settings_dir().parent / ".dlt",
+        "config.toml",
+        "[sources.github]\nper_page = 1\n[sources.github.issues]\nper_page = 5\n",
+    )
+    module = importlib.import_module("github_pipeline_helpers")
+    pipeline.run([module.issues(), module.pulls()])
+    assert [row["per_page"] for row in delta_rows(pipeline, "issues")] == [5]
+    assert [row["per_page"] for row in delta_rows(pipeline, "pulls")] == [1]
