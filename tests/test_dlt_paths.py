@@ -10,7 +10,7 @@ import importlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 from conftest import delta_rows
@@ -223,3 +223,34 @@ def test_source_name_of_the_module_is_its_config_section(
     pipeline.run([module.issues(), module.pulls()])
     assert [row["per_page"] for row in delta_rows(pipeline, "issues")] == [5]
     assert [row["per_page"] for row in delta_rows(pipeline, "pulls")] == [1]
+
+
+# -- an Optional parameter no provider sets ----------------------------------------------------
+
+
+def test_optional_parameters_left_unset_get_none_as_in_dlt(pipeline: sl.Pipeline) -> None:
+    """dlt's rest_api template: ``access_token: Optional[str] = dlt.secrets.value`` runs
+    without a token; a parameter that does not admit None still fails, naming it."""
+
+    @sl.source(name="github")
+    def github(
+        access_token: Optional[str] = sl.secrets.value,  # noqa: UP045 (the template's spelling)
+        per_page: int | None = sl.config.value,
+    ) -> Any:
+        @sl.resource
+        def tokens() -> Any:
+            yield {"has_token": access_token is not None, "per_page_unset": per_page is None}
+
+        return tokens
+
+    pipeline.run(github())
+    assert [(row["has_token"], row["per_page_unset"]) for row in delta_rows(pipeline, "tokens")] == [
+        (False, True)
+    ]
+
+    @sl.resource
+    def needs_token(access_token: str = sl.secrets.value) -> Any:
+        yield {"token": access_token}
+
+    with pytest.raises(sl.ConfigFieldMissingError, match="access_token"):
+        list(needs_token())

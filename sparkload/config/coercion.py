@@ -45,6 +45,16 @@ def coerce(value: Any, annotation: Any, *, key: str, secret: bool) -> Any:
     )
 
 
+def accepts_none(annotation: Any) -> bool:
+    """Whether ``annotation`` admits None (``Optional[X]``, ``X | None``, ``None``): dlt
+    passes None to such a parameter when no provider has a value for it."""
+    if annotation is None or annotation is type(None):
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(accepts_none(member) for member in typing.get_args(annotation))
+    return False
+
+
 def _convert(value: Any, target: Any) -> Any:
     if target in (inspect.Parameter.empty, Any) or isinstance(target, (str, typing.TypeVar)):
         return value  # no annotation, Any, or one that could not be evaluated: keep as found
