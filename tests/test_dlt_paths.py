@@ -254,3 +254,56 @@ def test_optional_parameters_left_unset_get_none_as_in_dlt(pipeline: sl.Pipeline
 
     with pytest.raises(sl.ConfigFieldMissingError, match="access_token"):
         list(needs_token())
+
+
+# -- deferred items piped into a transformer ---------------------------------------------------
+
+
+def _users_and_details(calls: list[int]) -> tuple[sl.Resource, sl.Resource]:
+    @sl.defer
+    def fetch_user(n: int) -> Any:
+        calls.append(n)
+        return {"id": n, "name": f"user {n}"}
+
+    @sl.defer
+    def fetch_page(start: int) -> Any:
+        calls.append(start)
+        return [{"id": start + k, "name": f"user {start + k}"} for k in range(2)]
+
+    @sl.resource
+    def users() -> Any:
+        yield fetch_user(1)
+        yield fetch_page(10)  # a list: one page for the transformer, as in dlt
+        yield sl.mark.with_table_name(fetch_user(2), "vip_users")
+
+    @sl.transformer(data_from=users)
+    def details(page: Any) -> Any:
+        rows = page if isinstance(page, list) else [page]
+        yield [{"user_id": row["id"], "page_size": len(rows)} for row in rows]
+
+    return users, details
+
+
+def test_a_transformer_gets_what_its_parents_deferred_calls_return(pipeline: sl.Pipeline) -> None:
+    calls: list[int] = []
+    users, details = _users_and_details(calls)
+    rows: list[Any] = []
+    for item in users | details:
+        data = getattr(item, "data", item)  # the marked item's page comes marked, whole
+        rows += data if isinstance(data, list) else [data]
+    assert sorted((row["user_id"], row["page_size"]) for row in rows) == [(1, 1), (2, 1), (10, 2), (11, 2)]
+
+    calls.clear()
+
+    @sl.source
+    def people() -> Any:
+        return users, details
+
+    pipeline.run(people())  # the parent is shared: its calls are made once, in the pool
+    assert sorted(calls) == [1, 2, 10]
+    assert [row["id"] for row in delta_rows(pipeline, "users", "id")] == [1, 10, 11]
+    details_rows = delta_rows(pipeline, "details", "user_id")
+    assert [(row["user_id"], row["page_size"]) for row in details_rows] == [(1, 1), (10, 2), (11, 2)]
+    # the mark goes on with what the transformer makes of the marked item, as in dlt
+    vip = delta_rows(pipeline, "vip_users")
+    assert sorted(((row["id"], row["user_id"]) for row in vip), key=str) == [(2, None), (None, 2)]

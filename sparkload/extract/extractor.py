@@ -26,7 +26,7 @@ from sparkload.exceptions import (
     SparkloadError,
     UnsupportedItemError,
 )
-from sparkload.extract.defer import DEFERRED_WORKERS, DeferredItems, is_deferred
+from sparkload.extract.defer import DEFERRED_WORKERS, DeferredItems, is_deferred, result_pages
 from sparkload.extract.hints import TableHints, nested_column_hints
 from sparkload.extract.items import is_arrow, is_pandas, is_spark_dataframe, iterate_any, to_arrow
 from sparkload.extract.mark import MarkedItem
@@ -321,6 +321,8 @@ class Extractor:
             position += len(items)
             if type(page) is MarkedItem and page.file_import is not None:
                 continue  # a file is loaded as it is; there is no item to transform
+            if is_deferred(page.data if type(page) is MarkedItem else page):
+                continue  # its transformers get the call's result (``_write_result``)
             for child in entry.children:
                 if isinstance(page, MarkedItem):
                     # dlt hands a transformer what was marked, and the mark goes on with the
@@ -494,6 +496,10 @@ class Extractor:
     def _write_result(self, entry: ExtractJob, result: Any, mark: MarkedItem | None) -> None:
         """A deferred call's result as items of the resource (None: nothing, as in dlt)."""
         if result is None:
+            return
+        if entry.children:
+            # as pages, which its transformers get too, as in dlt
+            self._write_pages(entry, result_pages(result, entry.resource.finish_deferred, mark))
             return
         items = entry.resource.finish_deferred(iterate_any(result))
         self._write_items(entry, items if mark is None else _marked_as(mark, items))

@@ -15,7 +15,7 @@ from typing_extensions import Unpack
 from sparkload.common import context
 from sparkload.config import ConfigBoundArguments, bind_config, module_section
 from sparkload.exceptions import ResourceError, SparkloadError
-from sparkload.extract.defer import is_deferred
+from sparkload.extract.defer import is_deferred, result_pages
 from sparkload.extract.hints import ResourceHintArgs, TableHints, TTableName, refuse_unknown_hints
 from sparkload.extract.incremental import (
     Incremental,
@@ -454,7 +454,7 @@ class Resource:
     def _transform(self, parent_items: Iterator[Any]) -> Iterator[Any]:
         # Called once per parent item: config is read for the run's first call only.
         configured_defaults = context.extraction_scratch(("configured_defaults", id(self)))
-        for item in parent_items:
+        for item in _made_now(parent_items, self._data_from):
             # A marked parent item: the function gets what it wraps and what it yields
             # keeps the mark (goes to the table the parent's item was sent to), as in dlt.
             marked = item if type(item) is MarkedItem else None
@@ -527,6 +527,20 @@ class Resource:
         return (
             f"<{kind} '{self.name}' table={self.table_name!r} write_disposition={self.write_disposition!r}>"
         )
+
+
+def _made_now(parent_items: Iterator[Any], parent: Resource | None) -> Iterator[Any]:
+    """``parent_items`` with each deferred call made here, one at a time, and its result sent
+    on through the parent's pipe: what a transformer fed by the parent gets, as in dlt. (A
+    run whose extractor shares the parent makes the calls in its pool and hands the results
+    over itself: ``Extractor._write_result``.)"""
+    for item in parent_items:
+        mark = item if type(item) is MarkedItem else None
+        call = item if mark is None else mark.data
+        if parent is None or not is_deferred(call):
+            yield item
+        else:
+            yield from result_pages(call(), parent.finish_deferred, mark)
 
 
 @dataclasses.dataclass
