@@ -316,13 +316,20 @@ class Extractor:
         """A parent shared with transformers: write each page, then hand it to them."""
         position = 0
         for page in pages:
+            mark = page if type(page) is MarkedItem else None
+            if mark is None or mark.file_import is None:
+                call = page if mark is None else mark.data
+                if is_deferred(call):
+                    # Written, and handed to the transformers, when the pool has its result
+                    # (``_write_result``), as dlt's transformers get what the call returned.
+                    self._defer(entry, call, mark)
+                    position += 1
+                    continue
             items = page if isinstance(page, list) else [page]
             self._write_items(entry, iter(items), position)
             position += len(items)
             if type(page) is MarkedItem and page.file_import is not None:
                 continue  # a file is loaded as it is; there is no item to transform
-            if is_deferred(page.data if type(page) is MarkedItem else page):
-                continue  # its transformers get the call's result (``_write_result``)
             for child in entry.children:
                 if isinstance(page, MarkedItem):
                     # dlt hands a transformer what was marked, and the mark goes on with the
