@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
+import deltalake
 import pytest
 from conftest import delta_rows
 from http_api import APIRequest, FakeAPI
@@ -307,3 +308,33 @@ def test_a_transformer_gets_what_its_parents_deferred_calls_return(pipeline: sl.
     # the mark goes on with what the transformer makes of the marked item, as in dlt
     vip = delta_rows(pipeline, "vip_users")
     assert sorted(((row["id"], row["user_id"]) for row in vip), key=str) == [(2, None), (None, 2)]
+
+
+# -- values nested beyond max_table_nesting whose keys are all None ------------------------------
+
+
+def test_keys_none_in_every_row_of_a_value_kept_whole_make_no_column(pipeline: sl.Pipeline) -> None:
+    """A dict nested beyond max_table_nesting is kept whole; its keys that are None in every
+    row have no type, and, as dlt creates a column only once it has a value, they are left
+    out (the whole column when no key is left) until a load brings a value."""
+
+    @sl.resource(max_table_nesting=0)
+    def items(rows: list[dict[str, Any]]) -> Any:
+        yield rows
+
+    pipeline.run(items([{"id": 1, "meta": {"a": None, "b": None}}, {"id": 2, "meta": {"a": None}}]))
+    table = deltalake.DeltaTable(f"{pipeline.dataset_uri}/items")
+    assert "meta" not in table.schema().to_arrow().names
+    assert [row["id"] for row in delta_rows(pipeline, "items", "id")] == [1, 2]
+
+    pipeline.run(
+        items(
+            [
+                {"id": 3, "meta": {"a": "x", "gone": None, "deep": {"n": None}}},
+                {"id": 4, "meta": {"a": None}, "pages": [{"empty": None, "size": 2}]},
+            ]
+        )
+    )
+    rows = {row["id"]: row for row in delta_rows(pipeline, "items", "id")}
+    assert rows[3]["meta"] == {"a": "x"} and rows[4]["meta"] == {"a": None}
+    assert rows[4]["pages"] == [{"size": 2}] and rows[1]["meta"] is None
