@@ -338,3 +338,33 @@ def test_keys_none_in_every_row_of_a_value_kept_whole_make_no_column(pipeline: s
     rows = {row["id"]: row for row in delta_rows(pipeline, "items", "id")}
     assert rows[3]["meta"] == {"a": "x"} and rows[4]["meta"] == {"a": None}
     assert rows[4]["pages"] == [{"size": 2}] and rows[1]["meta"] is None
+
+
+def test_compute_table_schema_gives_the_hints_in_dlts_shape() -> None:
+    @sl.resource(
+        table_name="people",
+        primary_key="id",
+        write_disposition={"disposition": "merge", "strategy": "scd2"},
+        columns={"born": {"data_type": "date"}},
+    )
+    def users() -> Any:
+        yield {"id": 1}
+
+    assert users().compute_table_schema() == {
+        "name": "people",
+        "columns": {
+            "born": {"name": "born", "data_type": "date"},
+            "id": {"name": "id", "primary_key": True},
+        },
+        "write_disposition": "merge",
+        "x-merge-strategy": "scd2",
+        "resource": "users",
+    }
+
+    @sl.resource(table_name=lambda item: f"events_{item['kind']}")
+    def events() -> Any:
+        yield {"kind": "click"}
+
+    assert events().compute_table_schema({"kind": "click"})["name"] == "events_click"
+    with pytest.raises(sl.ResourceError, match="pass an item"):
+        events().compute_table_schema()

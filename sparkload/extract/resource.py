@@ -16,7 +16,13 @@ from sparkload.common import context
 from sparkload.config import ConfigBoundArguments, bind_config, module_section
 from sparkload.exceptions import ResourceError, SparkloadError
 from sparkload.extract.defer import is_deferred, result_pages
-from sparkload.extract.hints import ResourceHintArgs, TableHints, TTableName, refuse_unknown_hints
+from sparkload.extract.hints import (
+    ResourceHintArgs,
+    TableHints,
+    TTableName,
+    parse_columns,
+    refuse_unknown_hints,
+)
 from sparkload.extract.incremental import (
     Incremental,
     bind_incrementals,
@@ -98,6 +104,34 @@ class Resource:
     @write_disposition.setter
     def write_disposition(self, value: str | Mapping[str, Any]) -> None:
         self.apply_hints(write_disposition=value)
+
+    def compute_table_schema(self, item: Any = None, meta: Any = None) -> dict[str, Any]:
+        """dlt's ``compute_table_schema``: the table the hints declare, in dlt's shape
+        (``name``, ``columns`` by name with their hints and key flags, ``write_disposition``,
+        ``x-merge-strategy`` for a strategy other than delete-insert, ``resource``). A table
+        name or columns given as a function of the item need ``item``; ``meta`` is taken for
+        dlt's signature (a mark's table is the mark's)."""
+        name, columns = self.table_name, self.hints.columns
+        if (callable(name) or callable(columns)) and item is None:
+            raise ResourceError(
+                f"resource '{self.name}' computes its table hints from each item: "
+                "pass an item to compute_table_schema(item)"
+            )
+        if callable(name):
+            name = name(item)
+        if callable(columns):
+            columns = parse_columns(columns(item))
+        table_columns = {column: {"name": column, **dict(hints)} for column, hints in columns.items()}
+        for hint, keys in (("primary_key", self.hints.primary_key), ("merge_key", self.hints.merge_key)):
+            for key in keys:
+                table_columns.setdefault(key, {"name": key})[hint] = True
+        disposition = self.hints.write_disposition
+        table: dict[str, Any] = {"name": str(name), "columns": table_columns}
+        table["write_disposition"] = disposition.disposition
+        if disposition.strategy not in (None, "delete-insert"):
+            table["x-merge-strategy"] = disposition.strategy
+        table["resource"] = self.name
+        return table
 
     @property
     def exhausted(self) -> bool:
