@@ -19,6 +19,7 @@ from http_api import APIRequest, FakeAPI
 
 import sparkload as sl
 from sparkload.config import project_settings_dir
+from sparkload.config.resolved import redact_text
 from sparkload.sources.credentials import ConnectionStringCredentials
 from sparkload.sources.sql_database import sql_table
 
@@ -119,6 +120,8 @@ def test_connection_string_credentials_from_secrets_reach_sql_database(
 
     pipeline.run(shop())
     assert isinstance(seen[0], ConnectionStringCredentials) and seen[0].database == str(sqlite_file)
+    # its fields are secrets a trace keeps out of its text, as any secret's
+    assert redact_text(f"opened {sqlite_file}") == "opened ***"
     rows = delta_rows(pipeline, "family", order_by="id")
     assert [(row["id"], row["name"]) for row in rows] == [(1, "a"), (2, "b")]
 

@@ -94,9 +94,10 @@ def resolve(lookup: Lookup, providers: Sequence[ConfigProvider] | None = None) -
                     key=key,
                 )
             secret = lookup.secret or provider.marks_secret
-            value = coerce(value, lookup.annotation, key=key, secret=secret)
-            # for the pipeline's trace: the name, and the secret to keep out of its text
-            record_resolved(path, provider.name, key, secret=secret, value=value)
+            found, value = value, coerce(value, lookup.annotation, key=key, secret=secret)
+            # for the pipeline's trace: the name, and the secret to keep out of its text (as
+            # found: the texts of a value coerced into an object, credentials, are in it)
+            record_resolved(path, provider.name, key, secret=secret, value=found if secret else value)
             return wrap_secret(value) if secret else value
     return MISSING
 

@@ -4,7 +4,8 @@ A query names the dataset's tables as ``pipeline.dataset().tables`` lists them a
 their committed Delta tables (``dataset_reader``). What the Spark DataFrame API maps to is
 given: ``execute_sql`` returns the rows, ``execute_query`` is a context manager yielding a
 cursor (a ``Relation``: ``fetchall``, ``fetchmany``, ``fetchone``, ``df``, ``arrow``).
-Statements that change tables are not run: the tables change only through loads.
+It runs queries, as ``pipeline.dataset()`` does (the embedded engine refuses any other
+statement there): the tables change only through loads, which commit the state with them.
 """
 
 from __future__ import annotations
