@@ -4,4 +4,12 @@ the run context.
 
 This package imports nothing of sparkload but :mod:`sparkload.exceptions`; every stage may
 import it (see ``docs/architecture.md``).
+
+``Decimal`` and ``pendulum`` are here because dlt's scripts import them from ``dlt.common``.
 """
+
+from decimal import Decimal
+
+from sparkload.common.pendulum import pendulum
+
+__all__ = ["Decimal", "pendulum"]

@@ -45,6 +45,16 @@ def coerce(value: Any, annotation: Any, *, key: str, secret: bool) -> Any:
     )
 
 
+def accepts_none(annotation: Any) -> bool:
+    """Whether ``annotation`` admits None (``Optional[X]``, ``X | None``, ``None``): dlt
+    passes None to such a parameter when no provider has a value for it."""
+    if annotation is None or annotation is type(None):
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(accepts_none(member) for member in typing.get_args(annotation))
+    return False
+
+
 def _convert(value: Any, target: Any) -> Any:
     if target in (inspect.Parameter.empty, Any) or isinstance(target, (str, typing.TypeVar)):
         return value  # no annotation, Any, or one that could not be evaluated: keep as found
@@ -56,6 +66,10 @@ def _convert(value: Any, target: Any) -> Any:
     cls = origin if isinstance(origin, type) else target
     if not isinstance(cls, type):
         return value
+    from_config = getattr(cls, "from_config_value", None)
+    if callable(from_config):
+        # a class that knows how a config value makes one (ConnectionStringCredentials)
+        return from_config(value)
     if cls is TSecretValue or cls is str:
         return _to_str(value)
     if cls is bool:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sparkload.config.accessors import is_sentinel, secrets
+from sparkload.config.coercion import accepts_none
 from sparkload.config.providers import MISSING, ConfigProvider, load_providers
 from sparkload.config.resolve import Lookup, lookup_keys, missing_error, resolve
 from sparkload.config.resolved import record_secret
@@ -87,6 +88,8 @@ def bind_config(
             resolved = resolve(lookup, providers)
             if resolved is MISSING:
                 resolved = _resolve_fields(lookup, providers)
+            if resolved is MISSING and required and accepts_none(lookup.annotation):
+                resolved = None  # as dlt: an Optional parameter no provider sets gets None
             if not required and configured_defaults is not None:
                 configured_defaults[name] = resolved
         if resolved is not MISSING:

@@ -1,12 +1,14 @@
 """Where values come from: environment variables, then secrets.toml, then config.toml.
 
-TOML files are read from ``<project>/.sparkload/`` and from a global directory, and are
+TOML files are read from ``<project>/.sparkload/``, dlt's ``<project>/.dlt/`` and the global
+directories (``.sparkload`` wins where both folders set a key), and are
 re-read on every ``load_providers()`` call: they are tiny, and re-reading means a file written
 a moment ago (by a user or a test) is always seen, with no cache to go stale.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,6 +21,7 @@ from sparkload.exceptions import ConfigValueError
 PROJECT_DIR_ENV = "SPARKLOAD_PROJECT_DIR"
 GLOBAL_DIR_ENV = "SPARKLOAD_GLOBAL_DIR"
 SETTINGS_DIR_NAME = ".sparkload"
+DLT_DIR_NAME = ".dlt"  # dlt's settings folder, read too (after sparkload's)
 
 # Returned when a key is absent. A sentinel, not None, so "not set" never collides with a
 # caller's default (often None) or with any value a provider can hold.
@@ -104,12 +107,29 @@ class TomlProvider:
         return ".".join(path)
 
 
+def dlt_settings_dirs() -> list[Path]:
+    """dlt's own folders, read after sparkload's so that a dlt project's ``.dlt/config.toml``
+    and ``.dlt/secrets.toml`` work as they are: ``<project>/.dlt``, and ``~/.dlt`` unless
+    $SPARKLOAD_GLOBAL_DIR names the global settings."""
+    dirs = [project_settings_dir().parent / DLT_DIR_NAME]
+    if not os.environ.get(GLOBAL_DIR_ENV):
+        # no resolvable home (some containers): no global dlt folder either
+        with contextlib.suppress(RuntimeError, KeyError):
+            dirs.append(Path.home() / DLT_DIR_NAME)
+    return dirs
+
+
 def load_providers() -> list[ConfigProvider]:
-    """Fresh providers in lookup order, reading the TOML files as they are now."""
-    dirs = [project_settings_dir()]
+    """Fresh providers in lookup order, reading the TOML files as they are now.
+
+    Files are merged key by key, the first folder winning: the project's ``.sparkload``,
+    then its ``.dlt``, then the global ``.sparkload`` and ``.dlt``."""
+    project_dlt, *global_dlt = dlt_settings_dirs()
+    dirs = [project_settings_dir(), project_dlt]
     global_dir = global_settings_dir()
     if global_dir is not None:
         dirs.append(global_dir)
+    dirs += global_dlt
     return [
         EnvironProvider(),
         TomlProvider("secrets.toml", dirs, supports_secrets=True),

@@ -24,11 +24,16 @@ SECRETS_NOTE = "Secrets are read only from environment variables and secrets.tom
 
 
 def module_section(func: Any) -> str | None:
-    """dlt's config section for what ``func`` defines: the last part of its module's name
-    (``sources.<module>.…``), or a script's file name without ``.py``; None in a notebook."""
+    """dlt's config section for what ``func`` defines: its module's ``__source_name__``, else
+    the last part of the module's name (``sources.<module>.…``), or a script's file name
+    without ``.py``; None in a notebook."""
     module = getattr(func, "__module__", None)
     if not module:
         return None
+    # dlt lets a module name its section: ``__source_name__ = "filesystem"`` at its top
+    declared = getattr(sys.modules.get(module), "__source_name__", None)
+    if isinstance(declared, str) and declared:
+        return declared
     if module == "__main__":
         script = getattr(sys.modules.get("__main__"), "__file__", None)
         return Path(script).stem if script else None
@@ -89,9 +94,10 @@ def resolve(lookup: Lookup, providers: Sequence[ConfigProvider] | None = None) -
                     key=key,
                 )
             secret = lookup.secret or provider.marks_secret
-            value = coerce(value, lookup.annotation, key=key, secret=secret)
-            # for the pipeline's trace: the name, and the secret to keep out of its text
-            record_resolved(path, provider.name, key, secret=secret, value=value)
+            found, value = value, coerce(value, lookup.annotation, key=key, secret=secret)
+            # for the pipeline's trace: the name, and the secret to keep out of its text (as
+            # found: the texts of a value coerced into an object, credentials, are in it)
+            record_resolved(path, provider.name, key, secret=secret, value=found if secret else value)
             return wrap_secret(value) if secret else value
     return MISSING
 

@@ -4,7 +4,8 @@ A function decorated with ``@sl.defer`` returns, when called, a deferred item: a
 made yet. A resource or transformer yields it (typically one per parent item, for calls
 that wait on an API); the extractor evaluates deferred items in a pool of threads, several
 at once, and writes what each returns (a dict, a list of rows, an Arrow table, …) as the
-resource's items. As in dlt, any callable a resource yields is evaluated this way.
+resource's items. As in dlt, any callable a resource yields is evaluated this way, and a
+transformer fed by the resource receives what the call returned, never the call itself.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
+
+from sparkload.extract.items import iterate_any
+from sparkload.extract.mark import MarkedItem
 
 # dlt's ``extract.workers``: the threads evaluating deferred items of one extraction.
 DEFERRED_WORKERS = 5
@@ -56,6 +60,24 @@ def is_deferred(item: Any) -> bool:
     """Whether ``item`` is evaluated in the pool rather than written: any callable but a
     class (dlt submits every callable item)."""
     return callable(item) and not isinstance(item, type)
+
+
+def result_pages(
+    result: Any, finish: Callable[[Iterator[Any]], Iterator[Any]], mark: MarkedItem | None = None
+) -> Iterator[Any]:
+    """The pages a deferred call's ``result`` makes, sent on by ``finish`` through the rest
+    of its resource's pipe (``Resource.finish_deferred``): a list stays one page, as dlt hands
+    it to a transformer, anything else is a page per item; None makes none. With ``mark``
+    (the mark of the item that was deferred), each page carries it unless marked itself."""
+    if result is None:
+        return
+    if isinstance(result, list) or type(result) is tuple:
+        page = list(finish(iter(result)))
+        pages: Iterator[Any] = iter((page,) if page else ())
+    else:
+        pages = finish(iterate_any(result))
+    for made in pages:
+        yield made if mark is None or isinstance(made, MarkedItem) else mark.with_data(made)
 
 
 class DeferredItems:

@@ -26,7 +26,7 @@ from sparkload.exceptions import (
     SparkloadError,
     UnsupportedItemError,
 )
-from sparkload.extract.defer import DEFERRED_WORKERS, DeferredItems, is_deferred
+from sparkload.extract.defer import DEFERRED_WORKERS, DeferredItems, is_deferred, result_pages
 from sparkload.extract.hints import TableHints, nested_column_hints
 from sparkload.extract.items import is_arrow, is_pandas, is_spark_dataframe, iterate_any, to_arrow
 from sparkload.extract.mark import MarkedItem
@@ -316,6 +316,15 @@ class Extractor:
         """A parent shared with transformers: write each page, then hand it to them."""
         position = 0
         for page in pages:
+            mark = page if type(page) is MarkedItem else None
+            if mark is None or mark.file_import is None:
+                call = page if mark is None else mark.data
+                if is_deferred(call):
+                    # Written, and handed to the transformers, when the pool has its result
+                    # (``_write_result``), as dlt's transformers get what the call returned.
+                    self._defer(entry, call, mark)
+                    position += 1
+                    continue
             items = page if isinstance(page, list) else [page]
             self._write_items(entry, iter(items), position)
             position += len(items)
@@ -494,6 +503,10 @@ class Extractor:
     def _write_result(self, entry: ExtractJob, result: Any, mark: MarkedItem | None) -> None:
         """A deferred call's result as items of the resource (None: nothing, as in dlt)."""
         if result is None:
+            return
+        if entry.children:
+            # as pages, which its transformers get too, as in dlt
+            self._write_pages(entry, result_pages(result, entry.resource.finish_deferred, mark))
             return
         items = entry.resource.finish_deferred(iterate_any(result))
         self._write_items(entry, items if mark is None else _marked_as(mark, items))

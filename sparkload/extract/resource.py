@@ -15,8 +15,14 @@ from typing_extensions import Unpack
 from sparkload.common import context
 from sparkload.config import ConfigBoundArguments, bind_config, module_section
 from sparkload.exceptions import ResourceError, SparkloadError
-from sparkload.extract.defer import is_deferred
-from sparkload.extract.hints import ResourceHintArgs, TableHints, TTableName, refuse_unknown_hints
+from sparkload.extract.defer import is_deferred, result_pages
+from sparkload.extract.hints import (
+    ResourceHintArgs,
+    TableHints,
+    TTableName,
+    parse_columns,
+    refuse_unknown_hints,
+)
 from sparkload.extract.incremental import (
     Incremental,
     bind_incrementals,
@@ -98,6 +104,34 @@ class Resource:
     @write_disposition.setter
     def write_disposition(self, value: str | Mapping[str, Any]) -> None:
         self.apply_hints(write_disposition=value)
+
+    def compute_table_schema(self, item: Any = None, meta: Any = None) -> dict[str, Any]:
+        """dlt's ``compute_table_schema``: the table the hints declare, in dlt's shape
+        (``name``, ``columns`` by name with their hints and key flags, ``write_disposition``,
+        ``x-merge-strategy`` for a strategy other than delete-insert, ``resource``). A table
+        name or columns given as a function of the item need ``item``; ``meta`` is taken for
+        dlt's signature (a mark's table is the mark's)."""
+        name, columns = self.table_name, self.hints.columns
+        if (callable(name) or callable(columns)) and item is None:
+            raise ResourceError(
+                f"resource '{self.name}' computes its table hints from each item: "
+                "pass an item to compute_table_schema(item)"
+            )
+        if callable(name):
+            name = name(item)
+        if callable(columns):
+            columns = parse_columns(columns(item))
+        table_columns = {column: {"name": column, **dict(hints)} for column, hints in columns.items()}
+        for hint, keys in (("primary_key", self.hints.primary_key), ("merge_key", self.hints.merge_key)):
+            for key in keys:
+                table_columns.setdefault(key, {"name": key})[hint] = True
+        disposition = self.hints.write_disposition
+        table: dict[str, Any] = {"name": str(name), "columns": table_columns}
+        table["write_disposition"] = disposition.disposition
+        if disposition.strategy not in (None, "delete-insert"):
+            table["x-merge-strategy"] = disposition.strategy
+        table["resource"] = self.name
+        return table
 
     @property
     def exhausted(self) -> bool:
@@ -467,7 +501,7 @@ class Resource:
     def _transform(self, parent_items: Iterator[Any]) -> Iterator[Any]:
         # Called once per parent item: config is read for the run's first call only.
         configured_defaults = context.extraction_scratch(("configured_defaults", id(self)))
-        for item in parent_items:
+        for item in _made_now(parent_items, self._data_from):
             # A marked parent item: the function gets what it wraps and what it yields
             # keeps the mark (goes to the table the parent's item was sent to), as in dlt.
             marked = item if type(item) is MarkedItem else None
@@ -540,6 +574,20 @@ class Resource:
         return (
             f"<{kind} '{self.name}' table={self.table_name!r} write_disposition={self.write_disposition!r}>"
         )
+
+
+def _made_now(parent_items: Iterator[Any], parent: Resource | None) -> Iterator[Any]:
+    """``parent_items`` with each deferred call made here, one at a time, and its result sent
+    on through the parent's pipe: what a transformer fed by the parent gets, as in dlt. (A
+    run whose extractor shares the parent makes the calls in its pool and hands the results
+    over itself: ``Extractor._write_result``.)"""
+    for item in parent_items:
+        mark = item if type(item) is MarkedItem else None
+        call = item if mark is None else mark.data
+        if parent is None or not is_deferred(call):
+            yield item
+        else:
+            yield from result_pages(call(), parent.finish_deferred, mark)
 
 
 @dataclasses.dataclass

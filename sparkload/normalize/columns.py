@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable
 
 from pyspark.sql import Column
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkload.common.naming import (
@@ -154,9 +155,52 @@ def flatten(
             continue
         elif isinstance(dtype, T.ArrayType) and _nesting_allowed(field_level, max_nesting):
             out.nested.append(NestedList(make_path(table, path), column, dtype.elementType, field_level + 1))
-        else:
-            out.leaves.append(Leaf(path, column, dtype))
+        elif isinstance(dtype, T.NullType):
+            out.leaves.append(Leaf(path, column, dtype))  # a column only once it has a value
+        elif (typed := _typed(dtype)) is not None:  # a value kept whole, of typed keys only
+            out.leaves.append(Leaf(path, _as_typed(column, dtype, typed), typed))
+        # else: a value kept whole whose keys are None in every row: no column, as in dlt
     return out
+
+
+def _typed(dtype: T.DataType) -> T.DataType | None:
+    """``dtype`` without the dict keys that are None in every row, at any depth of a value
+    kept whole (nested beyond max_table_nesting): such a key has no type, which a Delta
+    column cannot hold, and dlt creates a column only once it has a value (a key a JSON
+    value leaves out reads back as None). None when nothing typed is left."""
+    if isinstance(dtype, T.NullType):
+        return None
+    if isinstance(dtype, T.ArrayType):
+        element = _typed(dtype.elementType)
+        return None if element is None else T.ArrayType(element, dtype.containsNull)
+    if isinstance(dtype, T.StructType):
+        fields = [
+            T.StructField(field.name, typed, True)
+            for field in dtype.fields
+            if (typed := _typed(field.dataType)) is not None
+        ]
+        return T.StructType(fields) if fields else None
+    return dtype
+
+
+def _as_typed(column: Column, dtype: T.DataType, typed: T.DataType) -> Column:
+    """``column`` (of ``dtype``) as ``typed``, the type ``_typed`` gave: the keys of no type
+    left out, in Spark."""
+    if typed == dtype:
+        return column
+    if isinstance(dtype, T.ArrayType) and isinstance(typed, T.ArrayType):
+        return F.transform(column, lambda item: _as_typed(item, dtype.elementType, typed.elementType))
+    if isinstance(dtype, T.StructType) and isinstance(typed, T.StructType):
+        kept = {field.name: field.dataType for field in typed.fields}
+        rebuilt = F.struct(
+            *[
+                _as_typed(column.getField(field.name), field.dataType, kept[field.name]).alias(field.name)
+                for field in dtype.fields
+                if field.name in kept
+            ]
+        )
+        return F.when(column.isNull(), F.lit(None)).otherwise(rebuilt)
+    return column
 
 
 def flatten_element(

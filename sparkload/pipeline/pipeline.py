@@ -84,6 +84,7 @@ from sparkload.pipeline.lock import RunLock
 from sparkload.pipeline.logs import apply_log_level
 from sparkload.pipeline.plan import Plan, make_plan
 from sparkload.pipeline.progress import LogProgress, Progress, TqdmProgress
+from sparkload.pipeline.sql_client import SqlClient
 from sparkload.pipeline.step import pipeline_step
 from sparkload.pipeline.trace import PipelineTrace
 from sparkload.pipeline.trace_file import read_trace, save_trace
@@ -368,6 +369,12 @@ class Pipeline:
         Arrow, pandas or rows. A sparkload pipeline has one schema, so ``schema`` (accepted
         for dlt's signature) changes nothing."""
         return ReadableDataset(self.destination_dataset, self._session_scope)
+
+    def sql_client(self, schema_name: str | None = None) -> SqlClient:
+        """dlt's ``pipeline.sql_client()``: SQL in the engine's dialect over the dataset's
+        tables (``client.execute_sql(...)`` returns the rows). ``schema_name`` is accepted for
+        dlt's signature: a sparkload pipeline has one dataset."""
+        return SqlClient(self.dataset())
 
     # -- the steps ----------------------------------------------------------------------------
     @_locked

@@ -79,6 +79,16 @@ class TraceError:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class NormalizeInfo:
+    """What the normalize steps of a trace did, as dlt's ``NormalizeInfo`` tells it:
+    ``loads_ids`` and ``row_counts`` (rows of each table, nested tables included)."""
+
+    pipeline_name: str
+    loads_ids: list[str]
+    row_counts: dict[str, int]
+
+
 @dataclasses.dataclass
 class PipelineTrace:
     pipeline_name: str
@@ -127,6 +137,19 @@ class PipelineTrace:
     def expectations(self) -> dict[str, dict[str, dict[str, int]]]:
         """The last load's expectation counts (``LoadInfo.expectations``)."""
         return self.last_load_info.expectations if self.last_load_info else {}
+
+    @property
+    def last_normalize_info(self) -> NormalizeInfo | None:
+        """dlt's ``trace.last_normalize_info``: the packages normalized under this trace and
+        the rows of each table; None if no normalize step ran."""
+        steps = [step for step in self.steps if step.step == "normalize" and step.load_id is not None]
+        if not steps:
+            return None
+        counts: dict[str, int] = {}
+        for step in steps:
+            for table, known in step.tables.items():
+                counts[table] = counts.get(table, 0) + int(known.get("rows") or 0)
+        return NormalizeInfo(self.pipeline_name, [str(step.load_id) for step in steps], counts)
 
     def add_step(self, step: TraceStep) -> None:
         self.steps.append(step)

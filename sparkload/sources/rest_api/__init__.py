@@ -20,7 +20,7 @@ have is refused with a ``ConfigValueError`` naming it. See docs/rest_api.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
 from typing import Any
 
 from sparkload.common import context
@@ -29,10 +29,18 @@ from sparkload.extract.source import Source
 from sparkload.sources.rest_api.config_check import check_config
 from sparkload.sources.rest_api.factories import register_auth, register_paginator
 from sparkload.sources.rest_api.resources import build_resources
+from sparkload.sources.rest_api.typing import RESTAPIConfig
 
-RESTAPIConfig = Mapping[str, Any]
+__all__ = [
+    "RESTAPIConfig",
+    "check_connection",
+    "register_auth",
+    "register_paginator",
+    "rest_api_resources",
+    "rest_api_source",
+]
 
-__all__ = ["RESTAPIConfig", "register_auth", "register_paginator", "rest_api_resources", "rest_api_source"]
+logger = logging.getLogger(__name__)
 
 
 def rest_api_source(
@@ -60,3 +68,19 @@ def rest_api_resources(config: RESTAPIConfig) -> list[Resource]:
     """The config's resources, to return from a ``@sl.source`` function of one's own."""
     check_config(config)
     return build_resources(config)
+
+
+def check_connection(source: Source, *resource_names: str) -> tuple[bool, str]:
+    """Whether the first page of each of ``resource_names`` can be fetched: ``(True, "")``,
+    or ``(False, <the error's message>)`` (dlt's check before a run). Nothing is loaded."""
+    try:
+        checked = source.with_resources(*resource_names)
+        for resource in checked.selected_resources.values():
+            if not resource.is_transformer:  # a transformer is limited through its parent
+                resource.add_limit(1)
+        for _ in checked:
+            pass
+    except Exception as exc:  # any failure is the answer, as in dlt
+        logger.error("Error checking connection: %s", exc)
+        return False, str(exc)
+    return True, ""

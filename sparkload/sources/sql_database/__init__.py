@@ -405,3 +405,14 @@ def _select_columns(
         return then(table) if then is not None else None
 
     return adapt
+
+
+def __getattr__(name: str) -> Any:
+    # dlt's scripts import SQLAlchemy's ``Table`` from here (``from dlt.sources.sql_database
+    # import Table``); SQLAlchemy is an optional dependency, so it is loaded only when asked.
+    if name == "Table":
+        _require_sqlalchemy()
+        import sqlalchemy as sa
+
+        return sa.Table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
