@@ -132,11 +132,12 @@ def cluster(session: nox.Session) -> None:
 @nox.session
 def dlt_diff(session: nox.Session) -> None:
     """The differential cases (tests/dlt_diff): each dlt script run by dlt itself on duckdb and
-    by sparkload on Delta, the tables compared cell for cell. dlt gets a virtualenv of its own
-    (benchmarks/dlt_env.py), installed here on first use and reused after."""
+    by sparkload on Delta, the tables compared cell for cell; and dlt's own `dlt init`
+    templates, read from the installed dlt and run both ways (tests/dlt_templates). dlt gets a
+    virtualenv of its own (benchmarks/dlt_env.py), installed here on first use and reused after."""
     session.install("-e", ".[local,test]")
-    session.run("python", "benchmarks/dlt_env.py", "--duckdb")
-    session.run("pytest", "tests/dlt_diff", "--run-dlt-diff", *session.posargs)
+    session.run("python", "benchmarks/dlt_env.py", "--duckdb", "--templates")
+    session.run("pytest", "tests/dlt_diff", "tests/dlt_templates", "--run-dlt-diff", *session.posargs)
 
 
 @nox.session

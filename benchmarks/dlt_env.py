@@ -28,6 +28,9 @@ DLT_REQUIREMENT = "dlt[deltalake,filesystem]==1.31.*"
 DLT_DUCKDB_REQUIREMENT = "dlt[deltalake,filesystem,duckdb]==1.31.*"
 # Cases with Pydantic models as columns= need it beside dlt (dlt 1.31 takes pydantic 2).
 PYDANTIC_REQUIREMENT = "pydantic>=2"
+# dlt's `dlt init` templates run as shipped (tests/dlt_templates): the dataframe template
+# imports pandas, which dlt does not install.
+TEMPLATES_REQUIREMENT = "pandas>=2"
 DEFAULT_VENV = Path(__file__).resolve().parent / "_work" / "dlt-venv"
 # Written into the virtualenv after pip succeeded: the requirements installed, one a line.
 MARKER = "sparkload-installed.txt"
@@ -38,14 +41,20 @@ def dlt_venv() -> Path:
     return Path(os.environ.get("SPARKLOAD_DLT_VENV") or DEFAULT_VENV).resolve()
 
 
-def python_with_dlt(duckdb: bool = False) -> str:
-    """The python of a virtualenv with dlt (and duckdb when asked), installing it if missing."""
+def python_with_dlt(duckdb: bool = False, templates: bool = False) -> str:
+    """The python of a virtualenv with dlt (and duckdb, and what dlt's templates import, when
+    asked), installing it if missing."""
     named = os.environ.get("SPARKLOAD_DLT_PYTHON")
     if named:
         return named
     venv = dlt_venv()
     python = venv / "bin" / "python"
-    wanted = [DLT_REQUIREMENT, *([DLT_DUCKDB_REQUIREMENT] if duckdb else []), PYDANTIC_REQUIREMENT]
+    wanted = [
+        DLT_REQUIREMENT,
+        *([DLT_DUCKDB_REQUIREMENT] if duckdb else []),
+        PYDANTIC_REQUIREMENT,
+        *([TEMPLATES_REQUIREMENT] if templates else []),
+    ]
     if _missing(venv, wanted):
         with _exclusive(venv.with_name(venv.name + ".lock")):
             # Another process may have installed it while this one waited for the lock.
@@ -107,4 +116,4 @@ def _clean_env() -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    print(python_with_dlt(duckdb="--duckdb" in sys.argv[1:]))
+    print(python_with_dlt(duckdb="--duckdb" in sys.argv[1:], templates="--templates" in sys.argv[1:]))
