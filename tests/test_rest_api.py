@@ -270,6 +270,16 @@ def test_unknown_config_keys_are_refused_naming_the_key(api: FakeAPI) -> None:
         assert key.split(".")[-1].split("[")[0] in str(failure.value)
 
 
+def test_an_empty_resources_list_is_a_source_that_loads_nothing(api: FakeAPI, pipeline: sl.Pipeline) -> None:
+    """As in dlt, whose context_rest_api template starts with no resources: no error, no table."""
+    source = rest_api_source({"client": {"base_url": api.url}, "resources": []})
+
+    assert list(source.resources) == []
+    assert pipeline.run(source).row_counts == {}
+    with pytest.raises(sl.ConfigValueError, match="'resources' must be a list"):
+        rest_api_source({"client": {"base_url": api.url}, "resources": "issues"})
+
+
 def test_parallelized_resources_fetch_side_by_side(api: FakeAPI, pipeline: sl.Pipeline) -> None:
     issues = IssuesAPI(api, 20)
     issues.delay = 0.05

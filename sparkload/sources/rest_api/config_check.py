@@ -105,8 +105,9 @@ def check_config(config: Mapping[str, Any]) -> None:
     defaults = config.get("resource_defaults") or {}
     check_resource(_mapping(defaults, "resource_defaults"), "resource_defaults")
     resources = config["resources"]
-    if not isinstance(resources, (list, tuple)) or not resources:
-        raise ConfigValueError("rest_api config: 'resources' must be a non-empty list", key="resources")
+    # An empty list is a source with nothing to load, as in dlt (its template starts so).
+    if not isinstance(resources, (list, tuple)):
+        raise ConfigValueError("rest_api config: 'resources' must be a list", key="resources")
     for index, resource in enumerate(resources):
         if isinstance(resource, Mapping):
             check_resource(resource, f"resources[{index}]")
