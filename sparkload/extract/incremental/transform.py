@@ -202,7 +202,10 @@ class RowIncremental(IncrementalTransform):
                             self.start_out_of_range = True  # before the range
                             return False
                         if self.dedup_key != () and self.hash(row) in self.start_hashes:
-                            return False  # loaded by the previous run
+                            # Loaded by the previous run: as in dlt, such a row counts as
+                            # before the range (row_order "desc" stops there).
+                            self.start_out_of_range = True
+                            return False
                 if own == last:
                     self.rows_at_last.append(row)
                 return True

@@ -1,0 +1,201 @@
+"""Incremental cursors held to dlt 1.31's behaviour (its tests/extract/test_incremental.py).
+
+Each test names the dlt test or rule it mirrors; the expected values are what dlt keeps for
+the same input. Tables are read back with delta-rs, an engine independent of the writer.
+"""
+
+# Incrementals are declared as call defaults: that is dlt's API.
+# ruff: noqa: B008
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from conftest import delta_rows
+
+import sparkload as sl
+
+ITEM_TYPES = ["object", "arrow"]
+
+
+def as_item(item_type: str, rows: list[dict[str, Any]]) -> Any:
+    """A page of rows as dicts or as one Arrow table (dlt's ``data_to_item_format``)."""
+    return rows if item_type == "object" else pa.Table.from_pylist(rows)
+
+
+def cursor_values(items: list[Any], cursor: str = "updated_at") -> list[Any]:
+    """The cursor values of the items a resource gave, dict rows and Arrow tables alike."""
+    values: list[Any] = []
+    for item in items:
+        if isinstance(item, pa.Table):
+            values += item.column(cursor).to_pylist()
+        else:
+            values.append(item[cursor])
+    return values
+
+
+def chunks(values: Iterator[int], size: int) -> Iterator[list[int]]:
+    while chunk := list(itertools.islice(values, size)):
+        yield chunk
+
+
+# -- row_order and end_value: the page at hand is filtered whole ----------------------------------
+
+
+@pytest.mark.parametrize("item_type", ITEM_TYPES)
+def test_asc_row_order_keeps_the_rows_in_range_after_the_first_row_past_end_value(
+    pipeline: sl.Pipeline, item_type: str
+) -> None:
+    """dlt closes the generator at the first row past end_value but filters the rest of the
+    page row by row: 3, after 11 in the same page, is loaded; the next page is not requested."""
+    pages_requested: list[int] = []
+
+    @sl.resource(name="events")
+    def events(
+        updated_at: Any = sl.sources.incremental(
+            "updated_at", initial_value=1, end_value=10, row_order="asc"
+        ),
+    ) -> Iterator[Any]:
+        pages_requested.append(1)
+        yield as_item(
+            item_type, [{"updated_at": 1}, {"updated_at": 2}, {"updated_at": 11}, {"updated_at": 3}]
+        )
+        pages_requested.append(2)
+        yield as_item(item_type, [{"updated_at": 4}])
+
+    pipeline.run(events())
+
+    assert sorted(row["updated_at"] for row in delta_rows(pipeline, "events")) == [1, 2, 3]
+    assert pages_requested == [1]
+
+
+@pytest.mark.parametrize("item_type", ITEM_TYPES)
+def test_desc_row_order_keeps_the_rows_in_range_after_the_first_row_before_the_start(
+    pipeline: sl.Pipeline, item_type: str
+) -> None:
+    """row_order "desc" closes at the first row before the start: 11 and 12 of that page are
+    kept, 9 is not, and the next page (13) is never requested."""
+
+    @sl.resource(name="events")
+    def events(
+        updated_at: Any = sl.sources.incremental("updated_at", initial_value=10, row_order="desc"),
+    ) -> Iterator[Any]:
+        yield as_item(item_type, [{"updated_at": 12}, {"updated_at": 9}, {"updated_at": 11}])
+        yield as_item(item_type, [{"updated_at": 13}])
+
+    pipeline.run(events())
+
+    assert sorted(row["updated_at"] for row in delta_rows(pipeline, "events")) == [11, 12]
+
+
+@pytest.mark.parametrize("item_type", ITEM_TYPES)
+def test_row_order_out_of_range(item_type: str) -> None:
+    """dlt's test_row_order_out_of_range: descending pages stop at the start, ascending pages
+    of an endless sequence stop at end_value (both bounds as dlt keeps them), and a row_order
+    the data does not follow never stops the generator but still filters every row."""
+
+    @sl.resource
+    def descending(
+        updated_at: Any = sl.sources.incremental("updated_at", initial_value=10, row_order="desc"),
+    ) -> Iterator[Any]:
+        for chunk in chunks(itertools.count(start=48, step=-1), 10):
+            yield as_item(item_type, [{"updated_at": i} for i in chunk])
+
+    assert sorted(cursor_values(list(descending))) == list(range(10, 49))
+
+    @sl.resource
+    def ascending(
+        updated_at: Any = sl.sources.incremental(
+            "updated_at", initial_value=22, end_value=45, row_order="asc"
+        ),
+    ) -> Iterator[Any]:
+        # an endless sequence: the test would not end if the generator were not stopped
+        for chunk in chunks(itertools.count(start=22), 10):
+            yield as_item(item_type, [{"updated_at": i} for i in chunk])
+
+    assert sorted(cursor_values(list(ascending))) == list(range(22, 45))
+
+    pages: list[int] = []
+
+    @sl.resource
+    def ascending_desc(
+        updated_at: Any = sl.sources.incremental(
+            "updated_at", initial_value=22, end_value=45, row_order="desc"
+        ),
+    ) -> Iterator[Any]:
+        for chunk in chunks(iter(range(22, 100)), 10):
+            pages.append(chunk[0])
+            yield as_item(item_type, [{"updated_at": i} for i in chunk])
+
+    assert sorted(cursor_values(list(ascending_desc))) == list(range(22, 45))
+    assert pages == list(range(22, 100, 10))  # never stopped
+
+
+@pytest.mark.parametrize("item_type", ITEM_TYPES)
+def test_start_out_of_range_open_equals_start_value(item_type: str) -> None:
+    """dlt's test of the same name: with range_start "open" a row on the start value is out of
+    range, and row_order "desc" stops there."""
+    flags: list[tuple[int, bool]] = []
+
+    @sl.resource
+    def descending(
+        updated_at: Any = sl.sources.incremental(
+            "updated_at", initial_value=10, row_order="desc", range_start="open"
+        ),
+    ) -> Iterator[Any]:
+        for i in [12, 11, 10, 9, 8]:
+            yield as_item(item_type, [{"updated_at": i}])
+            flags.append((i, updated_at.start_out_of_range))
+
+    assert sorted(cursor_values(list(descending))) == [11, 12]
+    assert flags == [(12, False), (11, False)]  # not resumed after 10
+
+
+def test_end_value_with_batches(pipeline: sl.Pipeline) -> None:
+    """dlt's test_end_value_with_batches: pages of 12 and 8 rows, backfilled in two chunks."""
+
+    @sl.resource
+    def batched_sequence(
+        updated_at: Any = sl.sources.incremental("updated_at", initial_value=1),
+    ) -> Iterator[Any]:
+        start = updated_at.last_value
+        yield [{"updated_at": i} for i in range(start, start + 12)]
+        yield [{"updated_at": i} for i in range(start + 12, start + 20)]
+
+    pipeline.run(batched_sequence(updated_at=sl.sources.incremental(initial_value=1, end_value=10)))
+    assert sorted(r["updated_at"] for r in delta_rows(pipeline, "batched_sequence")) == list(range(1, 10))
+
+    pipeline.run(batched_sequence(updated_at=sl.sources.incremental(initial_value=10, end_value=14)))
+    assert sorted(r["updated_at"] for r in delta_rows(pipeline, "batched_sequence")) == list(range(1, 14))
+
+
+def test_a_transformers_row_order_never_stops_its_parent(pipeline: sl.Pipeline) -> None:
+    """dlt closes only a pipe's head: a transformer's incremental filters every item it gets
+    (the rows after 11 too), and its parent keeps yielding."""
+    parent_yields: list[int] = []
+
+    @sl.resource(name="packages", selected=False)
+    def packages() -> Iterator[int]:
+        for package in (1, 2):
+            parent_yields.append(package)
+            yield package
+
+    @sl.transformer(data_from=packages, name="events")
+    def events(
+        package: int,
+        updated_at: Any = sl.sources.incremental(
+            "updated_at", initial_value=1, end_value=10, row_order="asc"
+        ),
+    ) -> Iterator[Any]:
+        for value in (package, 11, package + 2):
+            yield {"updated_at": value, "package": package}
+
+    pipeline.run(events)
+
+    rows = sorted((r["package"], r["updated_at"]) for r in delta_rows(pipeline, "events"))
+    assert rows == [(1, 1), (1, 3), (2, 2), (2, 4)]
+    assert parent_yields == [1, 2]
