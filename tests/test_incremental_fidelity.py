@@ -199,3 +199,78 @@ def test_a_transformers_row_order_never_stops_its_parent(pipeline: sl.Pipeline) 
     rows = sorted((r["package"], r["updated_at"]) for r in delta_rows(pipeline, "events"))
     assert rows == [(1, 1), (1, 3), (2, 2), (2, 4)]
     assert parent_yields == [1, 2]
+
+
+# -- primary_key=() switches boundary deduplication off ------------------------------------------
+
+
+def test_empty_primary_key_switches_deduplication_off_and_forgets_the_boundary_hashes(
+    pipeline: sl.Pipeline,
+) -> None:
+    """dlt's test_custom_metrics_in_incremental, steps 4 to 8: an incremental with
+    ``primary_key=()`` loads the rows on the start again and stores no hashes, so when
+    deduplication is switched back on the rows the earlier hashes stood for are not dropped."""
+
+    @sl.resource(name="items")
+    def items(rows: list[dict[str, Any]], as_batch: bool = True) -> Iterator[Any]:
+        if as_batch:
+            yield rows
+        else:
+            yield from rows
+
+    def run(rows: list[dict[str, Any]], as_batch: bool = True) -> list[str]:
+        before = {r["_sparkload_load_id"] for r in delta_rows(pipeline, "items")} if loads else set()
+        loads.append(pipeline.run(resource(rows, as_batch)))
+        return sorted(
+            r["value"] for r in delta_rows(pipeline, "items") if r["_sparkload_load_id"] not in before
+        )
+
+    loads: list[Any] = []
+    resource = items
+    resource.apply_hints(incremental=sl.sources.incremental("id", initial_value=-1))
+    assert run([{"id": 5, "value": "5.1"}, {"id": 5, "value": "5.2"}, {"id": 5, "value": "5.3"}]) == [
+        "5.1",
+        "5.2",
+        "5.3",
+    ]
+    hashes = pipeline.state["sources"][pipeline.pipeline_name]["resources"]["items"]["incremental"]["id"]
+    assert len(hashes["unique_hashes"]) == 3
+
+    # no deduplication: the rows on the start load again, and no hashes are kept
+    resource.apply_hints(incremental=sl.sources.incremental("id", initial_value=-1, primary_key=()))
+    assert run([{"id": 5, "value": "5.1"}, {"id": 5, "value": "5.2"}, {"id": 5, "value": "5.3"}]) == [
+        "5.1",
+        "5.2",
+        "5.3",
+    ]
+    hashes = pipeline.state["sources"][pipeline.pipeline_name]["resources"]["items"]["incremental"]["id"]
+    assert hashes["unique_hashes"] == []
+    assert run([{"id": 5, "value": "5.1"}, {"id": 6, "value": "6.1"}]) == ["5.1", "6.1"]
+
+    # deduplication on again (by id): 6.1 was stored with no hash, so it loads again
+    resource.apply_hints(incremental=sl.sources.incremental("id", initial_value=-1, primary_key="id"))
+    assert run([{"id": 6, "value": "6.1"}, {"id": 7, "value": "7"}]) == ["6.1", "7"]
+    assert run([{"id": 7, "value": "7"}, {"id": 8, "value": "8"}], as_batch=False) == ["8"]
+
+
+def test_empty_primary_key_on_the_start_value_loads_rows_hashed_by_an_earlier_run(
+    pipeline: sl.Pipeline,
+) -> None:
+    """A run with ``primary_key=[]`` that brings nothing past the stored cursor must not keep
+    the hashes an earlier run stored: dlt writes none, and the next run with deduplication
+    loads the rows on the cursor that the run without it loaded again."""
+
+    @sl.resource(name="items")
+    def items(rows: list[dict[str, Any]]) -> Iterator[Any]:
+        yield rows
+
+    page = [{"id": 1, "value": "a"}, {"id": 1, "value": "b"}]
+    pipeline.run(items(page).apply_hints(incremental=sl.sources.incremental("id", initial_value=0)))
+    pipeline.run(
+        items(page).apply_hints(incremental=sl.sources.incremental("id", initial_value=0, primary_key=[]))
+    )
+    state = pipeline.state["sources"][pipeline.pipeline_name]["resources"]["items"]["incremental"]["id"]
+    assert state["unique_hashes"] == []
+    pipeline.run(items(page).apply_hints(incremental=sl.sources.incremental("id", initial_value=0)))
+
+    assert sorted(r["value"] for r in delta_rows(pipeline, "items")) == ["a", "a", "a", "b", "b", "b"]

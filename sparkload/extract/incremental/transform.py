@@ -107,6 +107,11 @@ class IncrementalTransform:
         rows, self.rows_at_last = self.rows_at_last, []
         if self.state is None:
             return
+        if self.dedup_key == ():
+            # No deduplication (``primary_key=()``): no hashes either, as dlt stores none. Kept,
+            # the hashes an earlier run stored would drop rows on the cursor once a later run
+            # deduplicates again, though this run loaded them once more.
+            self.state["unique_hashes"] = []
         last, stored = self.last_value, self.stored_last
         if self.lagged and stored is not MISSING and stored is not None:
             order = self._passes(last, stored)
