@@ -274,3 +274,82 @@ def test_empty_primary_key_on_the_start_value_loads_rows_hashed_by_an_earlier_ru
     pipeline.run(items(page).apply_hints(incremental=sl.sources.incremental("id", initial_value=0)))
 
     assert sorted(r["value"] for r in delta_rows(pipeline, "items")) == ["a", "a", "a", "b", "b", "b"]
+
+
+# -- one parent, two transformers: one pass, one cursor --------------------------------------------
+
+
+def test_a_resource_piped_into_two_named_transformers_feeds_both_from_one_pass(pipeline: sl.Pipeline) -> None:
+    """As dlt forks one pipe: the parent's generator runs once, both tables get its rows, and
+    its cursor is stored once, under the parent's name."""
+    calls: list[int] = []
+
+    @sl.resource(name="base")
+    def base(u: Any = sl.sources.incremental("u", initial_value=1)) -> Iterator[Any]:
+        calls.append(1)
+        yield [{"u": 1}, {"u": 2}] if len(calls) == 1 else [{"u": 2}, {"u": 3}]
+
+    @sl.transformer(name="t")
+    def t(items: Any) -> Iterator[Any]:
+        yield items
+
+    b = base()
+    pipeline.run([b | t.with_name("copy_a"), b | t.with_name("copy_b")])
+
+    assert calls == [1]
+    for name in ("copy_a", "copy_b"):
+        assert sorted(row["u"] for row in delta_rows(pipeline, name)) == [1, 2]
+    resources = pipeline.state["sources"][pipeline.pipeline_name]["resources"]
+    assert resources["base"]["incremental"]["u"]["last_value"] == 2
+    assert "base" not in pipeline.destination_dataset.user_tables()
+
+    # the next run: only what is new reaches either table
+    pipeline.run([b | t.with_name("copy_a"), b | t.with_name("copy_b")])
+    assert calls == [1, 1]
+    for name in ("copy_a", "copy_b"):
+        assert sorted(row["u"] for row in delta_rows(pipeline, name)) == [1, 2, 3]
+
+
+def test_a_resource_given_beside_its_transformer_is_passed_over_once(pipeline: sl.Pipeline) -> None:
+    """A list holding a resource and a transformer of it is one source, as in dlt: the
+    transformer is fed from the resource's own pass, not from a second one its cursor
+    would leave empty."""
+
+    @sl.resource(name="base")
+    def base(u: Any = sl.sources.incremental("u", initial_value=1)) -> Iterator[Any]:
+        yield [{"u": 1}, {"u": 2}]
+
+    @sl.transformer(name="doubled")
+    def doubled(items: Any) -> Iterator[Any]:
+        yield [{"u": item["u"] * 2} for item in items]
+
+    b = base()
+    pipeline.run([b, b | doubled])
+
+    assert sorted(row["u"] for row in delta_rows(pipeline, "base")) == [1, 2]
+    assert sorted(row["u"] for row in delta_rows(pipeline, "doubled")) == [2, 4]
+
+
+def test_two_transformers_of_an_unselected_parent_in_a_source_share_its_pass(pipeline: sl.Pipeline) -> None:
+    """The same inside a source whose parent resource is not selected."""
+
+    @sl.source
+    def events_source() -> Any:
+        @sl.resource(name="pages", selected=False)
+        def pages(u: Any = sl.sources.incremental("u", initial_value=1)) -> Iterator[Any]:
+            yield [{"u": 1}, {"u": 2}]
+
+        @sl.transformer(data_from=pages, name="left")
+        def left(items: Any) -> Iterator[Any]:
+            yield items
+
+        @sl.transformer(data_from=pages, name="right")
+        def right(items: Any) -> Iterator[Any]:
+            yield items
+
+        return pages, left, right
+
+    pipeline.run(events_source())
+
+    for name in ("left", "right"):
+        assert sorted(row["u"] for row in delta_rows(pipeline, name)) == [1, 2]
