@@ -101,12 +101,12 @@ def _share_unextracted_parents(roots: list[ExtractJob]) -> list[ExtractJob]:
     result: list[ExtractJob] = []
     for entry in roots:
         parent = entry.resource._data_from
-        group = (
-            shared.get((id(parent._data_from_origin()), entry.source_name)) if parent is not None else None
-        )
-        if group is None or len(group) < 2:
+        if parent is None:
+            result.append(entry)
+            continue
+        group = shared.get((id(parent._data_from_origin()), entry.source_name), [])
+        if len(group) < 2:
             result.append(entry)
         elif entry is group[0]:
-            feeder = dataclasses.replace(entry, resource=parent, children=group, feeds_only=True)
-            result.append(feeder)
+            result.append(dataclasses.replace(entry, resource=parent, children=group, feeds_only=True))
     return result
