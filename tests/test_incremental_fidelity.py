@@ -353,3 +353,40 @@ def test_two_transformers_of_an_unselected_parent_in_a_source_share_its_pass(pip
 
     for name in ("left", "right"):
         assert sorted(row["u"] for row in delta_rows(pipeline, name)) == [1, 2]
+
+
+# -- merge into a list-of-structs column kept whole (max_table_nesting=0) --------------------------
+
+
+def test_a_second_merge_with_max_table_nesting_0_updates_a_list_of_structs_column(
+    pipeline: sl.Pipeline,
+) -> None:
+    """With max_table_nesting=0 a list of dicts stays in its row (a JSON column in dlt); a
+    second merge must update it and insert new rows, not fail in the load step."""
+
+    @sl.resource(name="orders", write_disposition="merge", primary_key="id", max_table_nesting=0)
+    def orders(rows: list[dict[str, Any]]) -> Iterator[Any]:
+        yield rows
+
+    pipeline.run(
+        orders([{"id": 1, "items": [{"a": 1, "b": "x", "tags": ["p"]}], "s": {"l": [1], "ll": [[{"q": 1}]]}}])
+    )
+    pipeline.run(
+        orders(
+            [
+                {"id": 1, "items": [{"a": 2, "b": "y", "tags": ["q"]}], "s": {"l": [3], "ll": [[{"q": 2}]]}},
+                {"id": 2, "items": [{"a": 3, "b": "z", "tags": []}], "s": {"l": [], "ll": []}},
+            ]
+        )
+    )
+    pipeline.run(
+        orders([{"id": 5, "items": [{"a": 5, "b": "v", "tags": ["r"]}], "s": {"l": [5], "ll": [[{"q": 5}]]}}])
+    )
+
+    rows = sorted(delta_rows(pipeline, "orders"), key=lambda r: r["id"])
+    assert [(r["id"], r["items"], r["s"]) for r in rows] == [
+        (1, [{"a": 2, "b": "y", "tags": ["q"]}], {"l": [3], "ll": [[{"q": 2}]]}),
+        (2, [{"a": 3, "b": "z", "tags": []}], {"l": [], "ll": []}),
+        (5, [{"a": 5, "b": "v", "tags": ["r"]}], {"l": [5], "ll": [[{"q": 5}]]}),
+    ]
+    assert "orders__items" not in pipeline.destination_dataset.user_tables()
