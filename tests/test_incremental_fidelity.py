@@ -390,3 +390,68 @@ def test_a_second_merge_with_max_table_nesting_0_updates_a_list_of_structs_colum
         (5, [{"a": 5, "b": "v", "tags": ["r"]}], {"l": [5], "ll": [[{"q": 5}]]}),
     ]
     assert "orders__items" not in pipeline.destination_dataset.user_tables()
+
+
+# -- the state API: start_value, source_state() outside a resource, can_close() in a transformer ---
+
+
+def test_start_value_is_the_cursor_when_the_run_began_and_is_kept_in_the_state(pipeline: sl.Pipeline) -> None:
+    """dlt's test_cursor_datetime_type and test_incremental_as_transform: ``start_value`` is
+    the last value when the run began, for the whole run, and the state keeps it (the
+    initial value on a fresh state) beside last_value."""
+    seen: list[tuple[Any, Any]] = []
+    batches = [[{"ts": 3}, {"ts": 5}], [{"ts": 7}], []]
+
+    @sl.resource(name="events")
+    def events(ts: Any = sl.sources.incremental("ts", initial_value=1)) -> Iterator[Any]:
+        seen.append((ts.start_value, ts.last_value))
+        yield batches.pop(0)
+        seen.append((ts.start_value, ts.last_value))
+
+    def cursor() -> dict[str, Any]:
+        resources = pipeline.state["sources"][pipeline.pipeline_name]["resources"]
+        return dict(resources["events"]["incremental"]["ts"])
+
+    pipeline.run(events())
+    assert seen == [(1, 1), (1, 5)]
+    assert cursor()["start_value"] == 1 and cursor()["last_value"] == 5
+
+    pipeline.run(events())
+    assert seen[2:] == [(5, 5), (5, 7)]
+    assert cursor()["start_value"] == 5 and cursor()["last_value"] == 7
+
+    pipeline.run(events())  # nothing passes: the state stays as it was
+    assert cursor()["start_value"] == 5 and cursor()["last_value"] == 7
+
+
+def test_source_state_outside_a_resource_raises() -> None:
+    """dlt raises SourceSectionNotAvailable when no source is being extracted."""
+    with pytest.raises(sl.exceptions.SparkloadError, match="source_state"):
+        sl.current.source_state()
+
+
+def test_transformer_row_order_out_of_range(pipeline: sl.Pipeline) -> None:
+    """dlt's test of the same name: a transformer reads can_close() on its own incremental to
+    stop by itself. The first parent item loads 48 down to 10 and stops at 9; the next ones
+    start at 48, which the first one loaded (deduplicated by primary key), and stop at once."""
+    out_of_range: list[int] = []
+
+    @sl.transformer(data_from=sl.resource([3, 2, 1], name="packages", selected=False), name="descending")
+    def descending(
+        package: int,
+        updated_at: Any = sl.sources.incremental(
+            "updated_at", initial_value=10, row_order="desc", primary_key="updated_at"
+        ),
+    ) -> Iterator[Any]:
+        for chunk in chunks(itertools.count(start=48, step=-1), 10):
+            yield [{"updated_at": i, "package": package} for i in chunk]
+            if updated_at.can_close():
+                out_of_range.append(package)
+                return
+
+    pipeline.run(descending)
+
+    rows = delta_rows(pipeline, "descending")
+    assert sorted(r["updated_at"] for r in rows) == list(range(10, 49))
+    assert {r["package"] for r in rows} == {3}
+    assert out_of_range == [3, 2, 1]

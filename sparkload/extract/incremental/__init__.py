@@ -300,7 +300,12 @@ class Incremental(Generic[TCursor]):
         """This cursor's entry in the resource state (dlt's ``incremental.<cursor_path>``),
         made afresh from initial_value when there is none or the run starts over (``reset``)."""
         cursors = resource_state.setdefault("incremental", {})
-        fresh = {"initial_value": self.initial_value, "last_value": self.initial_value, "unique_hashes": []}
+        fresh = {
+            "initial_value": self.initial_value,
+            "last_value": self.initial_value,
+            "unique_hashes": [],
+            "start_value": self.initial_value,
+        }
         if reset:
             cursors[self.cursor_path] = fresh
         state: dict[str, Any] = cursors.setdefault(self.cursor_path, fresh)
@@ -377,7 +382,10 @@ class Incremental(Generic[TCursor]):
         # The out-of-range flags tell of the item filtered last, as dlt's do (a row, or a page,
         # table or frame taken whole), so a row in range after one out of it clears them.
         transform.start_out_of_range = transform.end_out_of_range = False
-        return transform(item)
+        kept = transform(item)
+        if kept is not None:
+            transform.rows_passed = True
+        return kept
 
     def _bound(self) -> IncrementalTransform:
         if self._transform is None:

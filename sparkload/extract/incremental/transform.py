@@ -64,6 +64,8 @@ class IncrementalTransform:
     stored_last: Any = MISSING
     # The incremental has a lag: the run may start behind the stored cursor.
     lagged: bool = False
+    # Whether a row passed this run: only then does save() record where the run started.
+    rows_passed: bool = False
     rows_at_last: list[Any] = dataclasses.field(default_factory=list)
     start_out_of_range: bool = False
     end_out_of_range: bool = False
@@ -107,6 +109,10 @@ class IncrementalTransform:
         rows, self.rows_at_last = self.rows_at_last, []
         if self.state is None:
             return
+        if self.rows_passed:
+            # dlt's ``start_value`` in the state: the stored cursor when the last run that
+            # let rows through began (the initial value on a fresh state).
+            self.state["start_value"] = self.stored_last
         if self.dedup_key == ():
             # No deduplication (``primary_key=()``): no hashes either, as dlt stores none. Kept,
             # the hashes an earlier run stored would drop rows on the cursor once a later run
