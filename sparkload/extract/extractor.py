@@ -97,11 +97,19 @@ class ExtractJob:
     children: list[ExtractJob] = dataclasses.field(default_factory=list)
     # The source's schema contract (a mode per entity), for resources that set none.
     schema_contract: Mapping[str, str] | None = None
+    # A parent that is not extracted itself, passed over once to feed the transformers it
+    # shares (as dlt forks one pipe): its items are not written.
+    feeds_only: bool = False
 
 
 def every_entry(jobs: list[ExtractJob]) -> list[ExtractJob]:
-    """The ``jobs`` and, after each, its transformers', depth first."""
-    return [entry for root in jobs for entry in [root, *every_entry(root.children)]]
+    """The ``jobs`` and, after each, its transformers', depth first; a parent that only feeds
+    its transformers is not one of them (it loads nothing)."""
+    return [
+        entry
+        for root in jobs
+        for entry in [*([] if root.feeds_only else [root]), *every_entry(root.children)]
+    ]
 
 
 def normalize_column_path(name: str) -> str:
@@ -326,7 +334,8 @@ class Extractor:
                     position += 1
                     continue
             items = page if isinstance(page, list) else [page]
-            self._write_items(entry, iter(items), position)
+            if not entry.feeds_only:
+                self._write_items(entry, iter(items), position)
             position += len(items)
             if type(page) is MarkedItem and page.file_import is not None:
                 continue  # a file is loaded as it is; there is no item to transform

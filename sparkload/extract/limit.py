@@ -55,7 +55,8 @@ class LimitRun:
             if self.limit.max_items == 0:
                 return  # dlt: a limit of 0 lets nothing through
             if self.limit.unlimited:
-                # The common case, once per item: no page numbering, nothing to stop at.
+                # The common case, once per item: no page numbering, and only an incremental
+                # (``stop_after_page``) to stop at.
                 for page in pages:
                     if type(page) is dict:
                         yield page
@@ -63,6 +64,8 @@ class LimitRun:
                         yield from page
                     else:
                         yield page
+                    if self.stop:
+                        return
                 return
             for page in pages:
                 self.page += 1
@@ -76,6 +79,12 @@ class LimitRun:
                     return
         finally:
             _close(pages)
+
+    def stop_after_page(self) -> None:
+        """Pull no page after the one being split: the rest of it still goes down the pipe
+        (an incremental whose ``row_order`` says no more rows can come in range, as dlt closes
+        the generator but processes the page at hand)."""
+        self.stop = True
 
     def counted(self, items: Iterator[Any]) -> Iterator[Any]:
         """The items that reach the end of the pipe, counted; sets ``stop`` at the limit."""

@@ -464,7 +464,9 @@ class Resource:
         pages, incrementals = self._start(run, on_size)
         at = len(self._steps) if self._incremental_at is None else self._incremental_at
         self._deferred_route = _DeferredRoute(at=at, incrementals=incrementals)
-        items = _filtered(apply_steps(pages, self._steps[:at]), incrementals, pages)
+        # A transformer's incrementals never stop its parent (dlt closes only a pipe's head).
+        stop = None if self._data_from is not None else run.stop_after_page
+        items = _filtered(apply_steps(pages, self._steps[:at]), incrementals, pages, stop)
         items = apply_steps(items, self._steps[at:])
         return items if self._limit.unlimited else run.counted(items)
 
@@ -526,10 +528,12 @@ class Resource:
             source = iterate_any(self._data)
         incrementals += self._bind_hinted_incremental(_resource_state(self.name))
         self._deferred_route = _DeferredRoute(at=len(self._steps), incrementals=incrementals)
-        pages = _filtered(self._processed_pages(source), incrementals, source)
+        run = PageLimit().start()  # where an incremental stops the pages (never a transformer's)
+        stop = None if self._data_from is not None else run.stop_after_page
+        pages = _filtered(self._processed_pages(source, run), incrementals, source, stop)
         return pages if self._limit.unlimited else limit_pages(pages, self._limit)
 
-    def _processed_pages(self, source: Iterator[Any]) -> Iterator[Any]:
+    def _processed_pages(self, source: Iterator[Any], run: LimitRun) -> Iterator[Any]:
         try:
             for page in source:
                 if isinstance(page, list) or type(page) is tuple:
@@ -538,6 +542,8 @@ class Resource:
                         yield processed
                 else:
                     yield from apply_steps(iter((page,)), self._steps)
+                if run.stop:
+                    return
         finally:
             _close(source)
 
@@ -607,9 +613,15 @@ def _split(pages: Iterator[Any], run: LimitRun | None = None) -> Iterator[Any]:
     return (run or PageLimit().start()).split(pages)
 
 
-def _filtered(items: Iterator[Any], incrementals: list[Incremental[Any]], upstream: Any) -> Iterator[Any]:
+def _filtered(
+    items: Iterator[Any],
+    incrementals: list[Incremental[Any]],
+    upstream: Any,
+    stop_after_page: Callable[[], None] | None = None,
+) -> Iterator[Any]:
+    """``items`` through each incremental; ``stop_after_page``: see ``Incremental.filter``."""
     for incremental in incrementals:
-        items = incremental.filter(items, upstream=upstream)
+        items = incremental.filter(items, upstream=upstream, stop_after_page=stop_after_page)
     return items
 
 

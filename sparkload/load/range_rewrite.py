@@ -55,5 +55,10 @@ def rewrite(table: DeltaTable, predicate: str, change: Change, load_id: str) -> 
     destination = table.schema()
     written, kept = change(table.read().where(predicate))
     check_types(written, destination, table.name)
-    rows = align_to_table(written, destination).unionByName(kept)
+    # The rows kept come first: a union takes its types from its first input, and the
+    # table's lists name their element field as Delta does ("element") where the load's,
+    # made from Arrow, do not ("item"). With the load first, Sail 0.7.2 refused the table's
+    # rows of a list column (a list of structs kept whole by max_table_nesting=0, say) as
+    # another type.
+    rows = kept.unionByName(align_to_table(written, destination))
     table.write(rows, "overwrite", load_id, replaceWhere=predicate)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +31,7 @@ def extract_jobs(
 ) -> list[ExtractJob]:
     """The extract jobs for ``data``, with the run's hints applied to every resource."""
     entries: list[ExtractJob] = []
+    loose: list[ExtractJob] = []  # resources given as such (a list is one source, as in dlt)
     for unit in _as_units(data):
         if isinstance(unit, Source):
             selected = list(unit.selected_resources.values())
@@ -47,7 +49,7 @@ def extract_jobs(
             )
         elif isinstance(unit, Resource):
             resource = _hinted(unit, table_name, hint_changes)
-            entries.append(ExtractJob(resource, unit.section or pipeline_name))
+            loose.append(ExtractJob(resource, unit.section or pipeline_name))
         else:
             if not table_name:
                 name = getattr(unit, "__name__", None)
@@ -57,7 +59,7 @@ def extract_jobs(
                 name = table_name
             resource = Resource(name, unit, TableHints.build(), section=pipeline_name)
             entries.append(ExtractJob(_hinted(resource, table_name, hint_changes), pipeline_name))
-    return entries
+    return _link_transformers(loose) + entries
 
 
 def _hinted(resource: Resource, table_name: str | None, hint_changes: Mapping[str, Any]) -> Resource:
@@ -82,4 +84,29 @@ def _link_transformers(entries: list[ExtractJob]) -> list[ExtractJob]:
             by_resource[id(parent._data_from_origin())].children.append(entry)
         else:
             roots.append(entry)
-    return roots
+    return _share_unextracted_parents(roots)
+
+
+def _share_unextracted_parents(roots: list[ExtractJob]) -> list[ExtractJob]:
+    """Transformers fed by one parent that is not extracted itself (not selected, or not
+    given) are fed from one pass over it too, as dlt forks one pipe: a pass each would run
+    the parent's generator again, and its incremental, having moved on in the first pass,
+    would let nothing through to the others. A parent with intervals is left to each
+    transformer (its windows are scheduled per extracted resource)."""
+    shared: dict[tuple[int, str], list[ExtractJob]] = {}
+    for entry in roots:
+        parent = entry.resource._data_from
+        if parent is not None and parent.intervals is None:
+            shared.setdefault((id(parent._data_from_origin()), entry.source_name), []).append(entry)
+    result: list[ExtractJob] = []
+    for entry in roots:
+        parent = entry.resource._data_from
+        if parent is None:
+            result.append(entry)
+            continue
+        group = shared.get((id(parent._data_from_origin()), entry.source_name), [])
+        if len(group) < 2:
+            result.append(entry)
+        elif entry is group[0]:
+            result.append(dataclasses.replace(entry, resource=parent, children=group, feeds_only=True))
+    return result

@@ -300,7 +300,12 @@ class Incremental(Generic[TCursor]):
         """This cursor's entry in the resource state (dlt's ``incremental.<cursor_path>``),
         made afresh from initial_value when there is none or the run starts over (``reset``)."""
         cursors = resource_state.setdefault("incremental", {})
-        fresh = {"initial_value": self.initial_value, "last_value": self.initial_value, "unique_hashes": []}
+        fresh = {
+            "initial_value": self.initial_value,
+            "last_value": self.initial_value,
+            "unique_hashes": [],
+            "start_value": self.initial_value,
+        }
         if reset:
             cursors[self.cursor_path] = fresh
         state: dict[str, Any] = cursors.setdefault(self.cursor_path, fresh)
@@ -334,16 +339,30 @@ class Incremental(Generic[TCursor]):
         return external_bound(instant, kind)
 
     # -- filtering -------------------------------------------------------------------------------------
-    def filter(self, items: Iterator[Any], upstream: Any = None) -> Iterator[Any]:
-        """The items in range; stops (closing ``upstream``) when ``row_order`` says no more can
-        come; writes the cursor state as rows pass and at the end."""
+    def filter(
+        self,
+        items: Iterator[Any],
+        upstream: Any = None,
+        stop_after_page: Callable[[], None] | None = None,
+    ) -> Iterator[Any]:
+        """The items in range; writes the cursor state as rows pass and at the end (closing
+        ``upstream`` then).
+
+        Once ``row_order`` says no more rows can come in range, ``stop_after_page`` tells the
+        upstream to pull no page after the one it is on. As in dlt, which closes the
+        generator but processes the page at hand, the rest of that page is still filtered row
+        by row: its rows in range are kept whatever their order. None: the incremental of a
+        transformer, which dlt never closes (every item is filtered).
+        """
         try:
+            stop = stop_after_page
             for item in items:
                 kept = self._filter_item(item)
                 if kept is not None:
                     yield kept
-                if self.can_close():
-                    break
+                if stop is not None and self.can_close():
+                    stop()
+                    stop = None  # told once
         finally:
             self._bound().save()
             if upstream is not None and hasattr(upstream, "close"):
@@ -360,7 +379,13 @@ class Incremental(Generic[TCursor]):
         kind = SparkIncremental if is_spark_dataframe(item) else transform_kind(item)
         if type(transform) is not kind:
             transform = self._transform = transform.as_kind(kind)
-        return transform(item)
+        # The out-of-range flags tell of the item filtered last, as dlt's do (a row, or a page,
+        # table or frame taken whole), so a row in range after one out of it clears them.
+        transform.start_out_of_range = transform.end_out_of_range = False
+        kept = transform(item)
+        if kept is not None:
+            transform.rows_passed = True
+        return kept
 
     def _bound(self) -> IncrementalTransform:
         if self._transform is None:

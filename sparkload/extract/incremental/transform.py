@@ -64,6 +64,8 @@ class IncrementalTransform:
     stored_last: Any = MISSING
     # The incremental has a lag: the run may start behind the stored cursor.
     lagged: bool = False
+    # Whether a row passed this run: only then does save() record where the run started.
+    rows_passed: bool = False
     rows_at_last: list[Any] = dataclasses.field(default_factory=list)
     start_out_of_range: bool = False
     end_out_of_range: bool = False
@@ -107,6 +109,15 @@ class IncrementalTransform:
         rows, self.rows_at_last = self.rows_at_last, []
         if self.state is None:
             return
+        if self.rows_passed:
+            # dlt's ``start_value`` in the state: the stored cursor when the last run that
+            # let rows through began (the initial value on a fresh state).
+            self.state["start_value"] = self.stored_last
+        if self.dedup_key == ():
+            # No deduplication (``primary_key=()``): no hashes either, as dlt stores none. Kept,
+            # the hashes an earlier run stored would drop rows on the cursor once a later run
+            # deduplicates again, though this run loaded them once more.
+            self.state["unique_hashes"] = []
         last, stored = self.last_value, self.stored_last
         if self.lagged and stored is not MISSING and stored is not None:
             order = self._passes(last, stored)
@@ -202,7 +213,10 @@ class RowIncremental(IncrementalTransform):
                             self.start_out_of_range = True  # before the range
                             return False
                         if self.dedup_key != () and self.hash(row) in self.start_hashes:
-                            return False  # loaded by the previous run
+                            # Loaded by the previous run: as in dlt, such a row counts as
+                            # before the range (row_order "desc" stops there).
+                            self.start_out_of_range = True
+                            return False
                 if own == last:
                     self.rows_at_last.append(row)
                 return True
