@@ -77,7 +77,9 @@ def bind_config(
                 bound.arguments[name] = TSecretValue(value)  # keep it out of reprs too
             continue
         if not required and configured_defaults is not None and name in configured_defaults:
-            resolved = copy.deepcopy(configured_defaults[name])  # the function may change it
+            resolved = configured_defaults[name]
+            if resolved is not MISSING:  # a copy of the sentinel would pass for a value
+                resolved = copy.deepcopy(resolved)  # the function may change it
         else:
             providers = load_providers() if providers is None else providers
             paths = lookup_keys(sections, name, pipeline_name, other_sections)
