@@ -36,17 +36,27 @@ def commit_history(spark: Any, table_sql: str, newest: int) -> list[Any] | None:
     return list(rows)
 
 
-# id(session) → whether a MERGE reads only the target files a target-only condition in its
-# ON clause lets through (Delta on Apache Spark: yes; Sail 0.7.2 joins every file).
+# id(session) → whether the engine is Apache Spark: a MERGE there reads only the target files
+# a target-only condition in its ON clause lets through (Sail 0.7.2 joins every file), and
+# its readers glob their paths.
 _merge_skips: dict[int, bool] = {}
 
 
 def merge_skips_files(spark: Any) -> bool:
-    """Whether the engine's MERGE skips target files by a condition on the target alone.
+    """Whether the engine's MERGE skips target files by a condition on the target alone."""
+    return _is_apache_spark(spark)
 
-    Learnt from what the engine says it is: Apache Spark (and Databricks) answer
-    ``version()`` with the Spark version the session reports; Sail answers with its own.
-    """
+
+def reader_paths_are_globs(spark: Any) -> bool:
+    """Whether the engine's file readers take a path as a Hadoop glob (Apache Spark:
+    ``{}[]*?`` match, a backslash escapes, ``%`` is a plain character) rather than as a URL
+    whose ``%XX`` escapes are decoded (Sail)."""
+    return _is_apache_spark(spark)
+
+
+def _is_apache_spark(spark: Any) -> bool:
+    """Learnt from what the engine says it is: Apache Spark (and Databricks) answer
+    ``version()`` with the Spark version the session reports; Sail answers with its own."""
     with _lock:
         known = _merge_skips.get(id(spark))
     if known is None:

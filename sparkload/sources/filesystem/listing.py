@@ -11,7 +11,7 @@ import datetime
 import mimetypes
 import os
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import pyarrow.fs as pafs
 from wcmatch import glob as wglob
@@ -52,30 +52,81 @@ def list_files(bucket_url: str, file_glob: str = "*", extract_content: bool = Fa
     path order. Without a ``/`` or ``**`` in the glob only the folder itself is listed."""
     fs, root, url = bucket_root(bucket_url)
     recursive = "/" in file_glob or "**" in file_glob
-    selector = pafs.FileSelector(root, recursive=recursive, allow_not_found=True)
-    infos = [info for info in fs.get_file_info(selector) if info.type == pafs.FileType.File]
-    for info in sorted(infos, key=lambda i: i.path):
-        relative = info.path[len(root) :].lstrip("/")
-        if not wglob.globmatch(relative, file_glob, flags=_GLOB_FLAGS):
+    if isinstance(fs, pafs.LocalFileSystem):
+        found = list(_local_files(root, recursive))
+    else:
+        selector = pafs.FileSelector(root, recursive=recursive, allow_not_found=True)
+        found = [
+            _Found(info.path[len(root) :].lstrip("/"), info.size, info.mtime)
+            for info in fs.get_file_info(selector)
+            if info.type == pafs.FileType.File
+        ]
+    for file in sorted(found, key=lambda f: f.relative):
+        if not wglob.globmatch(file.relative, file_glob, flags=_GLOB_FLAGS):
             continue
-        yield _file_item(fs, info, url, relative, extract_content)
+        yield _file_item(fs, f"{root}/{file.relative}", file, url, extract_content)
 
 
-def _file_item(
-    fs: pafs.FileSystem, info: pafs.FileInfo, url: str, relative: str, extract_content: bool
-) -> FileItem:
-    mime_type, encoding = mimetypes.guess_type(info.base_name)
+class _Found(NamedTuple):
+    relative: str  # the path under the bucket root, "/"-separated
+    size: int | None
+    mtime: Any
+
+
+def _local_files(root: str, recursive: bool) -> Iterator[_Found]:
+    """The files under the local folder ``root``, following symbolic links only where they
+    stay inside it: a link out of the folder is not the bucket's (fsspec's and Python's
+    globs follow it, listing whatever it reaches), and a link to a folder already being
+    walked (``loop -> ..``) would list the same files forever deeper."""
+    top = os.path.realpath(root)
+    if not os.path.isdir(top):
+        return
+    yield from _walk(root, "", top, (top,), recursive)
+
+
+def _walk(folder: str, prefix: str, top: str, walking: tuple[str, ...], recursive: bool) -> Iterator[_Found]:
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return  # gone since it was listed
+    for entry in entries:
+        relative = f"{prefix}{entry.name}"
+        real = os.path.realpath(entry.path)
+        if entry.is_symlink() and not _inside(real, top):
+            continue
+        try:
+            if entry.is_dir():
+                if recursive and real not in walking:
+                    yield from _walk(entry.path, f"{relative}/", top, (*walking, real), recursive)
+            elif entry.is_file():
+                stat = entry.stat()
+                yield _Found(
+                    relative,
+                    stat.st_size,
+                    datetime.datetime.fromtimestamp(stat.st_mtime, datetime.timezone.utc),
+                )
+        except FileNotFoundError:
+            continue  # a dangling link, or removed since the folder was read
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def _file_item(fs: pafs.FileSystem, path: str, found: _Found, url: str, extract_content: bool) -> FileItem:
+    name = found.relative.rsplit("/", 1)[-1]
+    mime_type, encoding = mimetypes.guess_type(name)
     item: FileItem = {
-        "file_url": f"{url}/{relative}",
-        "file_name": info.base_name,
-        "relative_path": relative,
+        "file_url": f"{url}/{found.relative}",
+        "file_name": name,
+        "relative_path": found.relative,
         "mime_type": mime_type or "application/octet-stream",
         "encoding": encoding,
-        "modification_date": _utc(info.mtime),
-        "size_in_bytes": int(info.size or 0),
+        "modification_date": _utc(found.mtime),
+        "size_in_bytes": int(found.size or 0),
     }
     if extract_content:
-        with fs.open_input_stream(info.path) as stream:
+        with fs.open_input_stream(path) as stream:
             item["file_content"] = stream.read()
     return item
 

@@ -4,23 +4,40 @@ Each reader is a transformer: a page of file items in, one Spark DataFrame over 
 out. The rows never pass through Python; the DataFrame is staged into the load package by
 the engine, like any DataFrame a resource yields. Spark's reader options pass through
 (``read_csv(sep=";", header=False)``).
+
+Columns are matched by name, as dlt's readers (one file at a time) match them: an engine
+reading many CSV files at once takes the first file's header for all of them, so files are
+read together only where they share a header line and a compression, and those groups are
+unioned by column name (a column a file lacks is NULL there).
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
+import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from sparkload.common import context
+from sparkload.common.sql import quote
 from sparkload.exceptions import ResourceError
 from sparkload.extract.decorators import transformer
+from sparkload.sources.filesystem.contents import Inspected, copy_name, inspect, needs_transcoding, transcode
 from sparkload.sources.filesystem.listing import FileItem
+from sparkload.sources.filesystem.paths import engine_paths
 
 # What dlt's pandas-based CSV reader gives by default: a header row and typed columns.
 _CSV_DEFAULTS = {"header": "true", "inferSchema": "true"}
+# Parquet files of a page may hold different columns: all of them, by name.
+_PARQUET_DEFAULTS = {"mergeSchema": "true"}
+_ENCODING_OPTIONS = ("encoding", "charset")
 
 
 def _spark() -> Any:
@@ -43,37 +60,121 @@ def _options(options: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def _read(kind: str, urls: list[str], options: Mapping[str, Any], file_name_column: str | None) -> Any:
-    """One DataFrame over the files ``urls``, read by the engine's ``kind`` reader. With a
-    file name column each file is read on its own and marked with its URL (the embedded
-    engine has no ``input_file_name()``), the frames unioned by column name."""
-    reader = _spark().read.format(kind).options(**_options(options))
+def _read_page(
+    kind: str, items: Any, options: Mapping[str, Any], file_name_column: str | None
+) -> Iterator[Any]:
+    """The one DataFrame over a page of files (nothing for an empty page). Files in an
+    encoding the engines do not read are read from UTF-8 copies (see ``_copies_folder``)."""
+    urls = _urls(items)
+    if not urls:
+        return
+    spark_options = _options(options)
+    encoding = next((spark_options.pop(k) for k in _ENCODING_OPTIONS if k in spark_options), None)
+    labels: dict[str, str] = {}
+    if kind != "parquet" and needs_transcoding(encoding):
+        folder = tempfile.mkdtemp(dir=_copies_folder())
+        copies = []
+        for index, url in enumerate(urls):
+            copy = copy_name(folder, index, url)
+            transcode(url, str(encoding), copy)
+            copies.append("file://" + os.path.abspath(copy))
+        labels = dict(zip(copies, urls, strict=True))  # a row's file is the listed one, not its copy
+        urls = copies
+    elif encoding is not None:
+        spark_options["encoding"] = encoding
+    yield _read(kind, _inspected(kind, urls, spark_options), spark_options, file_name_column, labels)
+
+
+@functools.cache
+def _copies_folder() -> str:
+    """Where this process keeps UTF-8 copies, removed when it ends: a DataFrame reads its
+    files when the extractor stages it, which may be after the reader has moved on."""
+    folder = tempfile.mkdtemp(prefix="sparkload-utf8-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def _inspected(kind: str, urls: list[str], options: Mapping[str, str]) -> list[Inspected]:
+    """What grouping needs of each file: a CSV file's header line (when it has one)."""
+    header = kind == "csv" and options.get("header", "false").lower() == "true"
+    return [inspect(url, first_line=header) for url in urls]
+
+
+def _read(
+    kind: str,
+    files: list[Inspected],
+    options: Mapping[str, str],
+    file_name_column: str | None,
+    labels: Mapping[str, str],
+) -> DataFrame:
+    """One DataFrame over ``files``: one engine read per group of files sharing a
+    compression and a header line, the groups unioned by column name. With a file name
+    column each file is read on its own and marked with its URL (the embedded engine has
+    no ``input_file_name()``)."""
+    spark = _spark()
+    reader = spark.read.format(kind).options(**options)
+    groups: dict[tuple[str, bytes | None], list[str]] = {}
+    for file in files:
+        groups.setdefault((file.compression, file.first_line), []).append(file.file_url)
     if file_name_column is None:
-        return reader.load(urls)
-    frames = [reader.load([url]).withColumn(file_name_column, F.lit(url)) for url in urls]
-    return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+        reads = [reader.load(engine_paths(spark, urls)) for urls in groups.values()]
+    else:
+        reads = [
+            reader.load(engine_paths(spark, [url])).withColumn(file_name_column, F.lit(labels.get(url, url)))
+            for urls in groups.values()
+            for url in urls
+        ]
+    return _union_by_name(reads)
+
+
+def _union_by_name(frames: list[DataFrame]) -> DataFrame:
+    """The rows of ``frames``, columns matched by name. A column takes the type the frames
+    that hold values read it as: a frame lacking it (``allowMissingColumns`` would make it
+    NULL-typed) or reading it NULL-typed (a header-only CSV file) has NULLs of that type.
+    A column no frame has a value for is text, as pandas reads it for dlt."""
+    types: dict[str, T.DataType] = {}
+    for frame in frames:
+        for field in frame.schema.fields:
+            if isinstance(types.get(field.name, T.NullType()), T.NullType):
+                types[field.name] = field.dataType
+    types = {name: T.StringType() if isinstance(t, T.NullType) else t for name, t in types.items()}
+
+    def completed(frame: DataFrame) -> DataFrame:
+        has = {field.name: field.dataType for field in frame.schema.fields}
+        if list(has.items()) == list(types.items()):
+            return frame
+        return frame.select(
+            *[
+                F.col(quote(name)) if has.get(name) == dtype else _null_or(name, has, dtype).alias(name)
+                for name, dtype in types.items()
+            ]
+        )
+
+    return functools.reduce(lambda a, b: a.unionByName(b), [completed(frame) for frame in frames])
+
+
+def _null_or(name: str, has: Mapping[str, T.DataType], dtype: T.DataType) -> Column:
+    """The column ``name`` of a frame as ``dtype``: NULLs where the frame lacks it or reads
+    it NULL-typed; otherwise as it is, for ``unionByName`` to reconcile with the others."""
+    if name not in has or isinstance(has[name], T.NullType):
+        return F.lit(None).cast(dtype)
+    return F.col(quote(name))
 
 
 @transformer(name="read_csv")
 def read_csv(items: Any, file_name_column: str | None = None, **options: Any) -> Iterator[Any]:
     """The rows of a page of CSV files (a header row and typed columns unless the options
-    say otherwise: ``header=False``, ``inferSchema=False``, ``sep=";"``, …)."""
-    urls = _urls(items)
-    if urls:
-        yield _read("csv", urls, {**_CSV_DEFAULTS, **options}, file_name_column)
+    say otherwise: ``header=False``, ``inferSchema=False``, ``sep=";"``, ``encoding="utf-16"``, …)."""
+    yield from _read_page("csv", items, {**_CSV_DEFAULTS, **options}, file_name_column)
 
 
 @transformer(name="read_jsonl")
 def read_jsonl(items: Any, file_name_column: str | None = None, **options: Any) -> Iterator[Any]:
     """The rows of a page of JSON Lines files (one JSON object a line)."""
-    urls = _urls(items)
-    if urls:
-        yield _read("json", urls, options, file_name_column)
+    yield from _read_page("json", items, options, file_name_column)
 
 
 @transformer(name="read_parquet")
 def read_parquet(items: Any, file_name_column: str | None = None, **options: Any) -> Iterator[Any]:
-    """The rows of a page of Parquet files."""
-    urls = _urls(items)
-    if urls:
-        yield _read("parquet", urls, options, file_name_column)
+    """The rows of a page of Parquet files (their columns merged by name)."""
+    yield from _read_page("parquet", items, {**_PARQUET_DEFAULTS, **options}, file_name_column)
