@@ -325,3 +325,44 @@ def test_a_header_only_csv_loads_no_rows(pipeline: sl.Pipeline, tmp_path: Path) 
     pipeline.run((filesystem(str(tmp_path / "some"), file_glob="*.csv") | read_csv()).with_name("some"))
     assert _loaded(pipeline, "some") == dlt_rows(files)
     assert schema_types(pipeline, "some") == {"id": "int64", "name": "string"}
+
+
+@pytest.mark.parametrize(("row_order", "last_value_func"), [("desc", min), ("asc", max)])
+def test_the_listing_follows_the_incrementals_row_order(
+    pipeline: sl.Pipeline, tmp_path: Path, row_order: str, last_value_func: Any
+) -> None:
+    # Path order is not date order; one file lies past the range the cursor moves towards.
+    day = 86_400
+    folder = tmp_path / "days"
+    mtimes = (
+        {"a": 2, "b": 5, "c": 1, "d": 3, "e": 4}
+        if last_value_func is min
+        else {"a": 3, "b": 0, "c": 4, "d": 2, "e": 1}
+    )
+    for name, days in mtimes.items():
+        _write(folder / f"{name}.csv", f"id\n{days}\n", 1_700_000_000 + days * day)
+
+    def at(days: int) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(1_700_000_000 + days * day, datetime.timezone.utc)
+
+    # A backfill of days 1..4: with min from day 4 down to day 0, with max from day 1 up to day 5.
+    start, end = (at(4), at(0)) if last_value_func is min else (at(1), at(5))
+    files = filesystem(str(folder), file_glob="*.csv")
+    files.apply_hints(
+        incremental=sl.sources.incremental(
+            "modification_date",
+            initial_value=start,
+            end_value=end,
+            last_value_func=last_value_func,
+            row_order=row_order,
+        )
+    )
+    listed = [item["file_name"] for item in _items(files)]
+    # dlt's order: the direction the cursor moves in, so the file past the range comes last.
+    assert listed == (
+        ["c.csv", "a.csv", "d.csv", "e.csv"]
+        if last_value_func is min
+        else ["e.csv", "d.csv", "a.csv", "c.csv"]
+    )
+    pipeline.run((files | read_csv()).with_name("days"))
+    assert sorted(row["id"] for row in delta_rows(pipeline, "days")) == [1, 2, 3, 4]
