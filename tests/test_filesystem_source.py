@@ -366,3 +366,17 @@ def test_the_listing_follows_the_incrementals_row_order(
     )
     pipeline.run((files | read_csv()).with_name("days"))
     assert sorted(row["id"] for row in delta_rows(pipeline, "days")) == [1, 2, 3, 4]
+
+
+def test_a_column_read_as_other_types_in_other_files_keeps_every_value(
+    pipeline: sl.Pipeline, tmp_path: Path
+) -> None:
+    # Read apart (other headers), a column is a number in one file and text in another:
+    # it is text, as one read of both files infers it; no value is cast away.
+    _write(tmp_path / "types" / "a.csv", "id,amount\n1,2\n")
+    _write(tmp_path / "types" / "b.csv", "amount,id,note\n2.5,x,y\n")
+    pipeline.run((filesystem(str(tmp_path / "types"), file_glob="*.csv") | read_csv()).with_name("types"))
+    assert schema_types(pipeline, "types") == {"id": "string", "amount": "double", "note": "string"}
+    assert _loaded(pipeline, "types") == _sorted_rows(
+        [{"id": "1", "amount": 2.0, "note": None}, {"id": "x", "amount": 2.5, "note": "y"}]
+    )

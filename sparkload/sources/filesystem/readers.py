@@ -128,37 +128,52 @@ def _read(
 
 
 def _union_by_name(frames: list[DataFrame]) -> DataFrame:
-    """The rows of ``frames``, columns matched by name. A column takes the type the frames
-    that hold values read it as: a frame lacking it (``allowMissingColumns`` would make it
-    NULL-typed) or reading it NULL-typed (a header-only CSV file) has NULLs of that type.
-    A column no frame has a value for is text, as pandas reads it for dlt."""
-    types: dict[str, T.DataType] = {}
+    """The rows of ``frames``, columns matched by name.
+
+    A column takes the type the frames holding values read it as: a frame lacking it
+    (``allowMissingColumns`` would make it NULL-typed) or reading it NULL-typed (a
+    header-only CSV file) has NULLs of that type; a column no frame has a value for is
+    text, as pandas reads it for dlt. Where frames read a column as different types,
+    numbers are left to the union to widen, and any other mix is read as text (what one
+    read of all the files infers), so that no engine casts a value away."""
+    read_as: dict[str, list[T.DataType]] = {}
     for frame in frames:
         for field in frame.schema.fields:
-            if isinstance(types.get(field.name, T.NullType()), T.NullType):
-                types[field.name] = field.dataType
-    types = {name: T.StringType() if isinstance(t, T.NullType) else t for name, t in types.items()}
+            typed = read_as.setdefault(field.name, [])
+            if not isinstance(field.dataType, T.NullType):
+                typed.append(field.dataType)
+    targets = {name: _common_type(typed) for name, typed in read_as.items()}
 
     def completed(frame: DataFrame) -> DataFrame:
         has = {field.name: field.dataType for field in frame.schema.fields}
-        if list(has.items()) == list(types.items()):
+        columns = [_as_target(name, has.get(name), target) for name, target in targets.items()]
+        if list(has) == list(targets) and all(isinstance(c, str) for c in columns):
             return frame
-        return frame.select(
-            *[
-                F.col(quote(name)) if has.get(name) == dtype else _null_or(name, has, dtype).alias(name)
-                for name, dtype in types.items()
-            ]
-        )
+        return frame.select(*[F.col(quote(c)) if isinstance(c, str) else c for c in columns])
 
     return functools.reduce(lambda a, b: a.unionByName(b), [completed(frame) for frame in frames])
 
 
-def _null_or(name: str, has: Mapping[str, T.DataType], dtype: T.DataType) -> Column:
-    """The column ``name`` of a frame as ``dtype``: NULLs where the frame lacks it or reads
-    it NULL-typed; otherwise as it is, for ``unionByName`` to reconcile with the others."""
-    if name not in has or isinstance(has[name], T.NullType):
-        return F.lit(None).cast(dtype)
-    return F.col(quote(name))
+def _common_type(typed: list[T.DataType]) -> T.DataType | None:
+    """The type every frame reads a column as; None for numbers of several types (the
+    union widens them)."""
+    if not typed:
+        return T.StringType()
+    if all(t == typed[0] for t in typed):
+        return typed[0]
+    if all(isinstance(t, T.NumericType) for t in typed):
+        return None
+    return T.StringType()
+
+
+def _as_target(name: str, dtype: T.DataType | None, target: T.DataType | None) -> Column | str:
+    """The column ``name`` of a frame that reads it as ``dtype`` (None: lacks it) as
+    ``target``; its name alone where it is taken as it is."""
+    if dtype is None or isinstance(dtype, T.NullType):
+        return F.lit(None).cast(target or T.LongType()).alias(name)
+    if target is None or dtype == target:
+        return name
+    return F.col(quote(name)).cast(target).alias(name)
 
 
 @transformer(name="read_csv")
