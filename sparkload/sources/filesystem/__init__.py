@@ -37,9 +37,11 @@ def filesystem(
 ) -> Resource:
     """The files under ``bucket_url`` matching ``file_glob`` (``*``: the folder's own files;
     ``**/*.csv``: at any depth), ``files_per_page`` to a page, as dlt's ``filesystem``
-    resource. ``file_url`` is the primary key. ``credentials`` are not taken: the listing
-    uses pyarrow's filesystem credentials (the environment's AWS, GCP or Azure settings) and
-    the readers the engine's (``spark.hadoop.*``), see docs/filesystem.md."""
+    resource. ``file_url`` is the primary key. With an incremental whose ``row_order`` is
+    set the files come sorted by its cursor, as dlt sorts them. ``credentials`` are not
+    taken: the listing uses pyarrow's filesystem credentials (the environment's AWS, GCP or
+    Azure settings) and the readers the engine's (``spark.hadoop.*``), see
+    docs/filesystem.md."""
     if credentials is not None:
         raise TypeError(
             "filesystem(): sparkload does not take credentials=: the listing uses the environment's "

@@ -2,7 +2,8 @@
 
 Listing goes through pyarrow's filesystems (local paths, ``file://``, ``s3://``, ``gs://``,
 ``abfs://``), the same the load packages use; matching uses wcmatch's globs, which treat
-``**`` as any depth and ``*`` as one path segment, as fsspec's glob does for dlt.
+``**`` as any depth and ``*`` as one path segment, as fsspec's glob does for dlt. A local
+folder is walked here, following symbolic links only inside it.
 """
 
 from __future__ import annotations
