@@ -380,3 +380,17 @@ def test_a_column_read_as_other_types_in_other_files_keeps_every_value(
     assert _loaded(pipeline, "types") == _sorted_rows(
         [{"id": "1", "amount": 2.0, "note": None}, {"id": "x", "amount": 2.5, "note": "y"}]
     )
+
+
+def test_jsonl_and_parquet_files_of_other_columns_and_compressions_load_by_name(
+    pipeline: sl.Pipeline, tmp_path: Path
+) -> None:
+    _write(tmp_path / "j" / "a.jsonl", '{"id": 1, "x": "a"}\n')
+    (tmp_path / "j" / "b.jsonl.gz").write_bytes(gzip.compress(b'{"y": "b", "id": 2}\n'))
+    pq.write_table(pa.table({"id": [1], "x": ["a"]}), _write(tmp_path / "p" / "a.parquet", ""))
+    pq.write_table(pa.table({"y": ["b"], "id": [2]}), _write(tmp_path / "p" / "b.parquet", ""))
+    pipeline.run(readers(str(tmp_path / "j"), file_glob="*").read_jsonl().with_name("j"))
+    pipeline.run(readers(str(tmp_path / "p"), file_glob="*").read_parquet().with_name("p"))
+    expected = _sorted_rows([{"id": 1, "x": "a", "y": None}, {"id": 2, "x": None, "y": "b"}])
+    assert _loaded(pipeline, "j") == expected
+    assert _loaded(pipeline, "p") == expected
