@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from sparkload.exceptions import ResourceError
-from sparkload.sources.filesystem.listing import bucket_root
+from sparkload.sources.filesystem.listing import file_at
 
 # The suffixes the engines' text readers take as a compression codec (Hadoop's and Sail's).
 COMPRESSIONS = frozenset({"gz", "bz2", "zst", "lz4", "deflate", "snappy", "xz", "br"})
@@ -100,7 +100,7 @@ class _opened:
 
     def __init__(self, file_url: str, compression: str) -> None:
         self.file_url = file_url
-        fs, path, _ = bucket_root(file_url)
+        fs, path = file_at(file_url)
         codec = _codec(file_url) if compression else None
         self._stream = fs.open_input_stream(path, compression=codec)
 

@@ -49,6 +49,17 @@ def bucket_root(bucket_url: str) -> tuple[pafs.FileSystem, str, str]:
     return fs, path.rstrip("/"), bucket_url.rstrip("/")
 
 
+def file_at(file_url: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and path of a listed file. Only the bucket goes through URL parsing:
+    a file's name may hold characters a URI may not (a space, ``%``, ``[``)."""
+    scheme, sep, rest = file_url.partition("://")
+    if not sep or scheme == "file":
+        return pafs.LocalFileSystem(), os.path.abspath(rest if sep else file_url)
+    bucket, _, key = rest.partition("/")
+    fs, path = filesystem(f"{scheme}://{bucket}")
+    return fs, f"{path.rstrip('/')}/{key}"
+
+
 def list_files(bucket_url: str, file_glob: str = "*", extract_content: bool = False) -> Iterator[FileItem]:
     """The files under ``bucket_url`` whose path relative to it matches ``file_glob``, in
     path order. Without a ``/`` or ``**`` in the glob only the folder itself is listed."""
