@@ -6,7 +6,7 @@ its characters are the file's own. Engines do not take such a name as it is:
 - Apache Spark globs every reader path (Hadoop's globber): ``{}[]*?`` are patterns, so
   ``data[1].csv`` reads ``data1.csv``; a backslash escapes them. ``%`` is a plain character.
 - Sail takes the path as a URL: ``%20`` is decoded to a space, and ``{}[]*`` are patterns
-  or refused; every character is safe percent-encoded.
+  or refused; so every character but ``/`` is percent-encoded.
 """
 
 from __future__ import annotations
