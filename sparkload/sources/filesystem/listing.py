@@ -12,13 +12,14 @@ import datetime
 import mimetypes
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict, cast
 
 import pyarrow.fs as pafs
 from wcmatch import glob as wglob
 
 from sparkload.common.folder import filesystem
 from sparkload.exceptions import ResourceError
+from sparkload.extract.incremental import Incremental
 
 _GLOB_FLAGS = wglob.GLOBSTAR | wglob.DOTGLOB
 
@@ -80,19 +81,19 @@ def list_files(bucket_url: str, file_glob: str = "*", extract_content: bool = Fa
         yield _file_item(fs, f"{root}/{file.relative}", file, url, extract_content)
 
 
-def in_row_order(files: Iterable[FileItem], incremental: Any) -> list[FileItem]:
+def in_row_order(files: Iterable[FileItem], incremental: Incremental[Any]) -> list[FileItem]:
     """The listed files sorted by ``incremental``'s cursor as dlt sorts them, in the order
     the cursor moves in: ``row_order`` is relative to ``last_value_func`` ("asc" moves
     towards the range's end: ascending with ``max``, descending with ``min``)."""
     cursor = incremental.cursor_path
     order, func = incremental.row_order, incremental.last_value_func
     descending = (order == "asc" and func is min) or (order == "desc" and func is max)
-    listed = list(files)
+    listed: list[dict[str, Any]] = [dict(item) for item in files]  # looked up by a cursor name
     if any(cursor not in item for item in listed):
         raise ResourceError(
             f"filesystem(): the files cannot be ordered by '{cursor}' (row_order): no such field"
         )
-    return sorted(listed, key=lambda item: item[cursor], reverse=descending)
+    return cast(list[FileItem], sorted(listed, key=lambda item: item[cursor], reverse=descending))
 
 
 class _Found(NamedTuple):
