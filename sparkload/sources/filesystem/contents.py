@@ -29,11 +29,13 @@ _PLAIN_ENCODINGS = frozenset({"utf-8", "ascii"})
 
 class Inspected(NamedTuple):
     """One file as the engine is to read it: ``file_url`` (the listed file, or its UTF-8
-    copy), its compression suffix ("" for none) and its first line (None if not read)."""
+    copy), its compression suffix ("" for none), its first line (None if not read) and
+    whether nothing follows that line (a header-only CSV file)."""
 
     file_url: str
     compression: str
     first_line: bytes | None
+    header_only: bool = False
 
 
 def compression_of(file_url: str) -> str:
@@ -63,14 +65,18 @@ def inspect(file_url: str, first_line: bool) -> Inspected:
     compression = compression_of(file_url)
     if not first_line and not _checkable(file_url, compression):
         return Inspected(file_url, compression, None)
-    line = b""
+    line, rows_follow = b"", False
     with _opened(file_url, compression) as chunks:
         for chunk in chunks:
             if first_line and not line.endswith(b"\n"):
-                line += chunk[: chunk.find(b"\n") + 1] if b"\n" in chunk else chunk
-            if not _checkable(file_url, compression) and (not first_line or line.endswith(b"\n")):
+                head, newline, chunk = chunk.partition(b"\n")
+                line += head + newline
+            rows_follow = rows_follow or (line.endswith(b"\n") and bool(chunk.strip()))
+            if not _checkable(file_url, compression) and (not first_line or rows_follow):
                 break
-    return Inspected(file_url, compression, line.rstrip(b"\r\n") if first_line else None)
+    if not first_line:
+        return Inspected(file_url, compression, None)
+    return Inspected(file_url, compression, line.rstrip(b"\r\n"), header_only=not rows_follow)
 
 
 def transcode(file_url: str, encoding: str, target: str) -> None:

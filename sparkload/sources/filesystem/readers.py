@@ -113,45 +113,46 @@ def _read(
     no ``input_file_name()``)."""
     spark = _spark()
     reader = spark.read.format(kind).options(**options)
-    groups: dict[tuple[str, bytes | None], list[str]] = {}
+    groups: dict[tuple[str, bytes | None, bool], list[str]] = {}
     for file in files:
-        groups.setdefault((file.compression, file.first_line), []).append(file.file_url)
-    if file_name_column is None:
-        reads = [reader.load(engine_paths(spark, urls)) for urls in groups.values()]
-    else:
-        reads = [
-            reader.load(engine_paths(spark, [url])).withColumn(file_name_column, F.lit(labels.get(url, url)))
-            for urls in groups.values()
-            for url in urls
-        ]
+        groups.setdefault((file.compression, file.first_line, file.header_only), []).append(file.file_url)
+    reads: list[tuple[DataFrame, bool]] = []
+    for (_, _, header_only), urls in groups.items():
+        if file_name_column is None:
+            reads.append((reader.load(engine_paths(spark, urls)), header_only))
+            continue
+        for url in urls:
+            frame = reader.load(engine_paths(spark, [url]))
+            reads.append((frame.withColumn(file_name_column, F.lit(labels.get(url, url))), header_only))
     return _union_by_name(reads)
 
 
-def _union_by_name(frames: list[DataFrame]) -> DataFrame:
-    """The rows of ``frames``, columns matched by name.
+def _union_by_name(frames: list[tuple[DataFrame, bool]]) -> DataFrame:
+    """The rows of ``frames`` (each with whether it is of header-only files), columns matched
+    by name.
 
     A column takes the type the frames holding values read it as: a frame lacking it
-    (``allowMissingColumns`` would make it NULL-typed) or reading it NULL-typed (a
-    header-only CSV file) has NULLs of that type; a column no frame has a value for is
-    text, as pandas reads it for dlt. Where frames read a column as different types,
-    numbers are left to the union to widen, and any other mix is read as text (what one
-    read of all the files infers), so that no engine casts a value away."""
+    (``allowMissingColumns`` would make it NULL-typed), of header-only files (read as NULL
+    or text, by engine) or reading it NULL-typed has NULLs of that type; a column no frame
+    has a value for is text, as pandas reads it for dlt. Where frames read a column as
+    different types, numbers are left to the union to widen, and any other mix is read as
+    text (what one read of all the files infers), so that no engine casts a value away."""
     read_as: dict[str, list[T.DataType]] = {}
-    for frame in frames:
+    for frame, header_only in frames:
         for field in frame.schema.fields:
             typed = read_as.setdefault(field.name, [])
-            if not isinstance(field.dataType, T.NullType):
+            if not header_only and not isinstance(field.dataType, T.NullType):
                 typed.append(field.dataType)
     targets = {name: _common_type(typed) for name, typed in read_as.items()}
 
-    def completed(frame: DataFrame) -> DataFrame:
-        has = {field.name: field.dataType for field in frame.schema.fields}
+    def completed(frame: DataFrame, header_only: bool) -> DataFrame:
+        has = {field.name: None if header_only else field.dataType for field in frame.schema.fields}
         columns = [_as_target(name, has.get(name), target) for name, target in targets.items()]
         if list(has) == list(targets) and all(isinstance(c, str) for c in columns):
             return frame
         return frame.select(*[F.col(quote(c)) if isinstance(c, str) else c for c in columns])
 
-    return functools.reduce(lambda a, b: a.unionByName(b), [completed(frame) for frame in frames])
+    return functools.reduce(lambda a, b: a.unionByName(b), [completed(*read) for read in frames])
 
 
 def _common_type(typed: list[T.DataType]) -> T.DataType | None:
@@ -167,8 +168,8 @@ def _common_type(typed: list[T.DataType]) -> T.DataType | None:
 
 
 def _as_target(name: str, dtype: T.DataType | None, target: T.DataType | None) -> Column | str:
-    """The column ``name`` of a frame that reads it as ``dtype`` (None: lacks it) as
-    ``target``; its name alone where it is taken as it is."""
+    """The column ``name`` of a frame that reads it as ``dtype`` (None: lacks it, or has no
+    rows) as ``target``; its name alone where it is taken as it is."""
     if dtype is None or isinstance(dtype, T.NullType):
         return F.lit(None).cast(target or T.LongType()).alias(name)
     if target is None or dtype == target:
