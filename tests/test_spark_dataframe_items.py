@@ -391,3 +391,32 @@ def test_a_time_interval_resource_yielding_a_dataframe_loads_its_window_alone(pi
         events(), restate=["events"], start=day, end=day + datetime.timedelta(days=1), execution_time=today
     )
     assert sorted(row["id"] for row in delta_rows(pipeline, "events")) == list(range(8))
+
+
+@pytest.mark.parametrize("disposition", ["append", "replace", "merge"])
+def test_an_empty_dataframe_loads_nothing_as_an_empty_list_does(
+    pipeline: sl.Pipeline, disposition: str
+) -> None:
+    def numbers(start: int, end: int) -> Any:
+        return pipeline.spark.range(start, end).selectExpr("id", "id * 2 as double_id")
+
+    def run(items: Any, table: str) -> Any:
+        return pipeline.run(items, table_name=table, write_disposition=disposition, primary_key="id")
+
+    # A new table: nothing is created, from an empty frame as from an empty list.
+    assert run(numbers(0, 0), "never").row_counts.get("never") == run([], "listed").row_counts.get("listed")
+    assert not (Path(pipeline.dataset_uri) / "never").exists()
+    # An existing table: a frame filtered to nothing changes it as an empty list does (an
+    # empty replace empties it).
+    for table in ("from_frame", "from_list"):
+        run(numbers(0, 3), table)
+    framed = run(numbers(0, 10).filter("id > 100"), "from_frame")
+    listed = run([], "from_list")
+    assert framed.row_counts == {
+        k.replace("from_list", "from_frame"): v for k, v in listed.row_counts.items()
+    }
+    assert comparable_rows(delta_rows(pipeline, "from_frame")) == comparable_rows(
+        delta_rows(pipeline, "from_list")
+    )
+    expected = [] if disposition == "replace" else [0, 1, 2]
+    assert sorted(r["id"] for r in delta_rows(pipeline, "from_frame")) == expected

@@ -42,3 +42,10 @@ def merge_skips_files(spark: Any) -> bool:
     """Whether the engine's MERGE skips target files by a condition on the target alone
     (Delta on Apache Spark: yes; Sail 0.7.2 joins every file)."""
     return is_apache_spark(spark)
+
+
+def reader_paths_are_globs(spark: Any) -> bool:
+    """Whether the engine's file readers take a path as a Hadoop glob (Apache Spark:
+    ``{}[]*?`` match, a backslash escapes, ``%`` is a plain character) rather than as a URL
+    whose ``%XX`` escapes are decoded (Sail)."""
+    return is_apache_spark(spark)

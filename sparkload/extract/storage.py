@@ -106,8 +106,9 @@ class TableFiles:
             pq.ParquetFile(path).metadata.num_rows for path in temporary.glob("*.parquet") if path.is_file()
         )
         if rows == 0:
-            # As an empty Arrow table, an empty DataFrame stages nothing.
-            shutil.rmtree(temporary)
+            # As an empty Arrow table, an empty DataFrame stages nothing (an engine may have
+            # written no folder at all for it: Sail does not).
+            shutil.rmtree(temporary, ignore_errors=True)
             return
         os.rename(temporary, target / f"{SPARK_PART_PREFIX}{part:05d}")
         with self._lock:

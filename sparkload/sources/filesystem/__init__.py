@@ -15,13 +15,13 @@ engine's own readers, so the rows never pass through Python. See docs/filesystem
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from sparkload.extract.decorators import resource, source
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
-from sparkload.sources.filesystem.listing import FileItem, list_files
+from sparkload.sources.filesystem.listing import FileItem, in_row_order, list_files
 from sparkload.sources.filesystem.readers import read_csv, read_jsonl, read_parquet
 
 __all__ = ["FileItem", "filesystem", "read_csv", "read_jsonl", "read_parquet", "readers"]
@@ -37,9 +37,11 @@ def filesystem(
 ) -> Resource:
     """The files under ``bucket_url`` matching ``file_glob`` (``*``: the folder's own files;
     ``**/*.csv``: at any depth), ``files_per_page`` to a page, as dlt's ``filesystem``
-    resource. ``file_url`` is the primary key. ``credentials`` are not taken: the listing
-    uses pyarrow's filesystem credentials (the environment's AWS, GCP or Azure settings) and
-    the readers the engine's (``spark.hadoop.*``), see docs/filesystem.md."""
+    resource. ``file_url`` is the primary key. With an incremental whose ``row_order`` is
+    set the files come sorted by its cursor, as dlt sorts them. ``credentials`` are not
+    taken: the listing uses pyarrow's filesystem credentials (the environment's AWS, GCP or
+    Azure settings) and the readers the engine's (``spark.hadoop.*``), see
+    docs/filesystem.md."""
     if credentials is not None:
         raise TypeError(
             "filesystem(): sparkload does not take credentials=: the listing uses the environment's "
@@ -48,9 +50,14 @@ def filesystem(
     if files_per_page < 1:
         raise ValueError(f"filesystem(): files_per_page must be at least 1, got {files_per_page}")
 
-    def pages() -> Iterator[list[FileItem]]:
+    # The incremental is the function's argument (so one set by apply_hints reaches it too):
+    # the listing is ordered by its cursor where it declares a row order.
+    def pages(incremental: Incremental[Any] | None = incremental) -> Iterator[list[FileItem]]:
+        files: Iterable[FileItem] = list_files(bucket_url, file_glob, extract_content)
+        if incremental is not None and incremental.row_order:
+            files = in_row_order(files, incremental)
         page: list[FileItem] = []
-        for item in list_files(bucket_url, file_glob, extract_content):
+        for item in files:
             page.append(item)
             if len(page) == files_per_page:
                 yield page
@@ -58,7 +65,7 @@ def filesystem(
         if page:
             yield page
 
-    made: Resource = resource(pages, name="filesystem", primary_key="file_url", incremental=incremental)
+    made: Resource = resource(pages, name="filesystem", primary_key="file_url")
     return made
 
 
