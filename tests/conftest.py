@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,11 @@ _names = itertools.count()
 AIRFLOW_TESTS = Path(__file__).parent / "airflow"
 JVM_TESTS = Path(__file__).parent / "jvm"
 DLT_DIFF_TESTS = Path(__file__).parent / "dlt_diff"
+# dlt's own `dlt init` templates, run under dlt and under sparkload with the differential
+# harness's pieces (its runner and comparison, importable from here on).
+DLT_TEMPLATES_TESTS = Path(__file__).parent / "dlt_templates"
+if str(DLT_DIFF_TESTS) not in sys.path:
+    sys.path.append(str(DLT_DIFF_TESTS))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,9 +63,10 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     # tests/jvm starts JVMs of its own: only in the JVM engine's session (nox -s spark).
     if JVM_TESTS in (collection_path, *collection_path.parents) and engines.current() != "spark":
         return True
-    # tests/dlt_diff runs every case under dlt too, in a virtualenv of its own that its nox
-    # session installs on first use: only with --run-dlt-diff.
-    in_dlt_diff = DLT_DIFF_TESTS in (collection_path, *collection_path.parents)
+    # tests/dlt_diff and tests/dlt_templates run every case under dlt too, in a virtualenv of
+    # its own that their nox session installs on first use: only with --run-dlt-diff.
+    under = (collection_path, *collection_path.parents)
+    in_dlt_diff = DLT_DIFF_TESTS in under or DLT_TEMPLATES_TESTS in under
     if in_dlt_diff and not config.getoption("--run-dlt-diff"):
         return True
     return None
