@@ -11,7 +11,7 @@ column in place, and the engine would cast them without a word.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -161,10 +161,12 @@ def profile(
     leaves: Mapping[str, T.DataType],
     key: tuple[str, ...] = (),
     fit_tests: Mapping[str, Callable[[Column], Column]] | None = None,
+    bounded: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Counts per column and kind (and distinct keys), computed by Spark in one pass and a
     second over the string columns that may hold values of other kinds than text; for a
-    column with a test in ``fit_tests``, also how many of its values fail it.
+    column with a test in ``fit_tests``, also how many of its values fail it; for the int
+    columns in ``bounded`` (all when None), their smallest and largest value.
 
     The engine's cost of analysing a query grows with its expressions times the table's
     width, so the first pass asks each string column one cheap question (does any value
@@ -181,7 +183,7 @@ def profile(
         if isinstance(dtype, T.StringType):
             strings.append(index)
             aggs.append(_count_where(column.rlike(_MAYBE_TYPED)).alias(f"t{index}"))
-        elif kind_of_spark_type(dtype) == "bigint":
+        elif kind_of_spark_type(dtype) == "bigint" and (bounded is None or name in bounded):
             # Integer digits decide whether the ints fit a declared decimal exactly.
             aggs.append(F.max(column).alias(f"max{index}"))
             aggs.append(F.min(column).alias(f"min{index}"))
@@ -300,7 +302,7 @@ def infer_columns(
     ``required`` keys (None when there is no key)."""
     existing = {field.name: field.dataType for field in destination.fields} if destination else {}
     fit_tests = _fit_tests(leaves, hints, existing)
-    stats = profile(df, leaves, required, fit_tests)
+    stats = profile(df, leaves, required, fit_tests, _bounded(leaves, hints, existing))
     rows = int(stats["__rows"])
     distinct_keys = stats.get("__distinct_keys")
     observed = {
@@ -342,6 +344,23 @@ def infer_columns(
     return _merge_same_names(specs), rows, None if distinct_keys is None else int(distinct_keys)
 
 
+def _bounded(
+    leaves: Mapping[str, T.DataType],
+    hints: Mapping[str, Mapping[str, Any]],
+    existing: Mapping[str, T.DataType],
+) -> set[str]:
+    """The staged columns whose ints may go into a decimal column (their own, or the column
+    whose staged variant column they are, is declared decimal): only there do the digits of
+    the largest int decide where the values go (``_converts``)."""
+
+    def decimal(name: str) -> bool:
+        return hints.get(name, {}).get("data_type") == "decimal" or isinstance(
+            existing.get(name), T.DecimalType
+        )
+
+    return {name for name in leaves if decimal(name) or decimal(name.rsplit("__v_", 1)[0])}
+
+
 def _merge_same_names(specs: list[ColumnSpec]) -> list[ColumnSpec]:
     """One spec per column: variant values of one type may come from two staged columns
     (a key's own and its staged variant column); the later becomes a part of the first."""
@@ -368,7 +387,7 @@ def _observe(
         kind = kind_of_spark_type(dtype)
         kinds = {kind: int(stats[f"n{index}"] or 0)} if kind else {}
     leaf = _Leaf(name, dtype, {k: n for k, n in kinds.items() if n}, string_source)
-    if leaf.kinds.get("bigint"):
+    if leaf.kinds.get("bigint") and f"max{index}" in stats:
         largest = max(abs(int(stats[f"max{index}"])), abs(int(stats[f"min{index}"])))
         leaf.observed_decimal = T.DecimalType(max(len(str(largest)), 1), 0)
     if leaf.kinds.get("decimal_tag"):
