@@ -3,7 +3,7 @@
     python benchmarks/run.py [--skip-dlt] [--skip-w1] [--skip-w2] [--skip-m1] [--skip-m1s]
                              [--skip-s1] [--skip-f1] [--skip-t1] [--skip-d1] [--skip-q1]
                              [--repeat N] [--m1-rows N] [--m1s-rows N,N,...] [--s1-rows N]
-                             [--q1-rows N] [--dlt-s1-duckdb]
+                             [--skip-c1] [--q1-rows N] [--c1-columns N,N,...] [--dlt-s1-duckdb]
 
 W1: 1,000,000 nested rows merged on id, then 10,000 rows half overlapping (sparkload, dlt).
 W2: 10,000,000 W1 rows appended in one run, peak RSS (sparkload only).
@@ -26,6 +26,8 @@ D1: a Spark DataFrame of 1,000,000 and of 10,000,000 rows made on the engine, lo
 Q1: a PostgreSQL table of 1,000,000 rows (numeric, timestamptz, text, jsonb) loaded with
     sql_table in chunks of 50,000, then 1,000 changed rows read by the incremental query;
     the process's peak RSS (sparkload only; needs PostgreSQL's server programs).
+C1: 1,000 flat rows of 1,000, 5,000 and 10,000 columns appended with one run: how a load's
+    time grows with the table's width (sparkload only).
 
 dlt is installed on first use into benchmarks/_work/dlt-venv (dlt[deltalake] 1.31, see
 benchmarks/dlt_env.py: SPARKLOAD_DLT_PYTHON names another python), so the two libraries never
@@ -61,7 +63,8 @@ def _run(python: str, script: str, *args: str) -> tuple[dict[str, Any], int]:
     A runner that fails prints {"error": ...}; one that prints no JSON line at all raises.
     """
     with tempfile.TemporaryDirectory(dir=WORK) as work:
-        env = dict(os.environ, PYTHONPATH=str(HERE))
+        # The checkout's sparkload, not whichever one the environment has installed.
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent), str(HERE)]))
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         out = subprocess.run(
             [python, str(HERE / script), work, *args], env=env, capture_output=True, text=True
@@ -177,6 +180,19 @@ def run_q1(args: argparse.Namespace, table: Table) -> None:
         table.add(f"Q1 PostgreSQL table, 1,000 changed rows{suffix}", ours["second"], None)
 
 
+def run_c1(args: argparse.Namespace, table: Table) -> None:
+    for columns in (int(n) for n in args.c1_columns.split(",")):
+        for attempt in range(args.repeat):
+            suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
+            ours, _ = _run(sys.executable, "sparkload_c1.py", str(columns))
+            steps = ", ".join(f"{step} {seconds:.2f}s" for step, seconds in ours["steps"].items())
+            print(
+                f"C1 sparkload: {ours['rows']:,} rows of {columns:,} columns in {ours['seconds']:.2f}s "
+                f"({steps}); the table has {ours['columns']:,} columns"
+            )
+            table.add(f"C1 {columns:,} columns x 1,000 rows{suffix}", ours["seconds"], None)
+
+
 def _print_m1(name: str, result: dict[str, Any]) -> None:
     if "error" in result:
         print(f"M1 {name}: failed: {result['error']}")
@@ -282,6 +298,8 @@ def main() -> None:
     parser.add_argument("--skip-t1", action="store_true")
     parser.add_argument("--skip-d1", action="store_true")
     parser.add_argument("--skip-q1", action="store_true")
+    parser.add_argument("--skip-c1", action="store_true")
+    parser.add_argument("--c1-columns", default="1000,5000,10000")
     parser.add_argument("--q1-rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--m1-rows", type=int, default=10_000_000)
@@ -311,6 +329,8 @@ def main() -> None:
         run_q1(args, table)
     if not args.skip_f1:
         run_f1(args, table)
+    if not args.skip_c1:
+        run_c1(args, table)
     table.print()
     shutil.rmtree(WORK / "tmp", ignore_errors=True)
     if FAILURES:

@@ -81,3 +81,19 @@ def s1_rows(count: int = S1_ROWS, change_every: int | None = None) -> Iterator[d
     for i in range(count):
         c1 = f"name{i}-v2" if change_every and i % change_every == 0 else f"name{i}"
         yield {"customer_key": i, "c1": c1, "c2": i % 97}
+
+
+# -- C1: wide tables, flat dicts of many columns ---------------------------------------------------
+C1_COLUMNS = (1_000, 5_000, 10_000)
+C1_ROWS = 1_000
+
+
+def c1_rows(columns: int, rows: int = C1_ROWS) -> Iterator[dict[str, Any]]:
+    """Row i of workload C1: ``id`` and ``columns - 1`` more keys, a third each ints, floats
+    and strings (see docs/performance.md)."""
+    for i in range(rows):
+        row: dict[str, Any] = {"id": i}
+        for c in range(1, columns):
+            kind = c % 3
+            row[f"c{c}"] = i * c if kind == 0 else (i + c * 0.5 if kind == 1 else f"v{i}_{c}")
+        yield row

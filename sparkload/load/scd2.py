@@ -301,10 +301,9 @@ def _closing(targets: DataFrame, valid_to: Column, scd2: Scd2Config) -> DataFram
 def _current(root: DeltaTable, scd2: Scd2Config, carried: Sequence[str]) -> DataFrame:
     """The destination's current versions: their id, valid_from and ``carried`` columns."""
     stored = root.read()
+    present = set(stored.columns)  # one round trip to the engine, not one per column
     columns = [F.col(ID).alias(_T_ID), F.col(quote(scd2.valid_from)).alias(_T_FROM)]
-    columns += [
-        F.col(quote(c)) if c in stored.columns else F.lit(None).alias(c) for c in dict.fromkeys(carried)
-    ]
+    columns += [F.col(quote(c)) if c in present else F.lit(None).alias(c) for c in dict.fromkeys(carried)]
     return stored.where(_active(scd2)).select(*columns)
 
 

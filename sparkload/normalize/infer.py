@@ -11,7 +11,7 @@ column in place, and the engine would cast them without a word.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -151,37 +151,100 @@ def _decimal_digits(column: Column) -> Column:
     return F.when(column.startswith(TAG_DECIMAL), F.length(integer))
 
 
+# A staged string that may be of another kind than text begins with a tag (NUL), a digit
+# (an ISO timestamp) or ``[`` / ``{`` (JSON text); any other is text.
+_MAYBE_TYPED = r"^[\x00\[{0-9]"
+
+
 def profile(
     df: DataFrame,
     leaves: Mapping[str, T.DataType],
     key: tuple[str, ...] = (),
     fit_tests: Mapping[str, Callable[[Column], Column]] | None = None,
+    bounded: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """Counts per column and kind (and distinct keys), computed by Spark in one pass; for a
-    column with a test in ``fit_tests``, also how many of its values fail it."""
+    """Counts per column and kind (and distinct keys), computed by Spark in one pass and a
+    second over the string columns that may hold values of other kinds than text; for a
+    column with a test in ``fit_tests``, also how many of its values fail it; for the int
+    columns in ``bounded`` (all when None), their smallest and largest value.
+
+    The engine's cost of analysing a query grows with its expressions times the table's
+    width, so the first pass asks each string column one cheap question (does any value
+    begin as a typed one could?) instead of one test per kind: a wide load's text columns
+    then cost two expressions each.
+    """
     aggs: list[Column] = [F.count(F.lit(1)).alias("__rows")]
     if key and all(k in leaves for k in key):
         aggs.append(F.countDistinct(*[F.col(quote(k)) for k in key]).alias("__distinct_keys"))
+    strings: list[int] = []
     for index, (name, dtype) in enumerate(leaves.items()):
         column = F.col(quote(name))
         aggs.append(F.count(column).alias(f"n{index}"))
         if isinstance(dtype, T.StringType):
-            for kind in STRING_KINDS:
-                if kind == "text":
-                    continue  # whatever is left; derived below without another test
-                hit = F.when(kind_condition(kind, column), 1).otherwise(0)
-                aggs.append(F.sum(hit).alias(f"k{index}_{kind}"))
-            aggs.append(F.max(_decimal_scale(column)).alias(f"s{index}"))
-            aggs.append(F.max(_decimal_digits(column)).alias(f"d{index}"))
-        elif kind_of_spark_type(dtype) == "bigint":
+            strings.append(index)
+            aggs.append(_count_where(column.rlike(_MAYBE_TYPED)).alias(f"t{index}"))
+        elif kind_of_spark_type(dtype) == "bigint" and (bounded is None or name in bounded):
             # Integer digits decide whether the ints fit a declared decimal exactly.
             aggs.append(F.max(column).alias(f"max{index}"))
             aggs.append(F.min(column).alias(f"min{index}"))
         if fit_tests and name in fit_tests:
             misfit = F.when(~fit_tests[name](column), 1).otherwise(0)  # NULL fails no test
             aggs.append(F.sum(misfit).alias(f"misfit{index}"))
-    row = df.agg(*aggs).collect()[0]
-    return row.asDict()
+    stats: dict[str, Any] = df.agg(*aggs).collect()[0].asDict()
+    names = list(leaves)
+    second = []
+    for index in strings:
+        if stats.pop(f"t{index}"):
+            second.append(index)
+        else:
+            stats.update({f"k{index}_{kind}": 0 for kind in STRING_KINDS if kind != "text"})
+    if second:
+        stats.update(_string_kinds(df, {index: names[index] for index in second}))
+    return stats
+
+
+def _string_kinds(df: DataFrame, columns: Mapping[int, str]) -> dict[str, Any]:
+    """Values per kind of the string ``columns`` (by their profile index), and their tagged
+    decimals' largest scale and integer digits.
+
+    The columns are turned into (column, value) rows, so each kind test is one expression
+    whatever the number of columns (one aggregate per column and kind made the engine's
+    analysis grow with their product)."""
+    value = F.col("value")
+    kind: Column | None = None
+    for each in STRING_KINDS:
+        if each != "text":  # whatever is left; derived in _observe without another test
+            test = kind_condition(each, value)
+            kind = F.when(test, F.lit(each)) if kind is None else kind.when(test, F.lit(each))
+    assert kind is not None
+    aliases = {f"c{index}": index for index in columns}
+    narrow = df.select(*[F.col(quote(name)).alias(f"c{index}") for index, name in columns.items()])
+    rows = (
+        narrow.unpivot([], list(aliases), "column", "value")
+        .where(value.isNotNull())
+        .groupBy("column", kind.alias("kind"))
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.max(_decimal_scale(value)).alias("s"),
+            F.max(_decimal_digits(value)).alias("d"),
+        )
+        .collect()
+    )
+    stats: dict[str, Any] = {}
+    for index in columns:
+        stats.update({f"k{index}_{k}": 0 for k in STRING_KINDS if k != "text"})
+    for row in rows:
+        index = aliases[row["column"]]
+        if row["kind"] is not None:
+            stats[f"k{index}_{row['kind']}"] = int(row["n"])
+        for key in ("s", "d"):
+            if row[key] is not None:
+                stats[f"{key}{index}"] = max(int(row[key]), int(stats.get(f"{key}{index}") or 0))
+    return stats
+
+
+def _count_where(condition: Column) -> Column:
+    return F.sum(F.when(condition, 1).otherwise(0))
 
 
 def _decimal_for_tags(scale: int, digits: int, table: str, column: str) -> T.DecimalType:
@@ -239,7 +302,7 @@ def infer_columns(
     ``required`` keys (None when there is no key)."""
     existing = {field.name: field.dataType for field in destination.fields} if destination else {}
     fit_tests = _fit_tests(leaves, hints, existing)
-    stats = profile(df, leaves, required, fit_tests)
+    stats = profile(df, leaves, required, fit_tests, _bounded(leaves, hints, existing))
     rows = int(stats["__rows"])
     distinct_keys = stats.get("__distinct_keys")
     observed = {
@@ -281,6 +344,23 @@ def infer_columns(
     return _merge_same_names(specs), rows, None if distinct_keys is None else int(distinct_keys)
 
 
+def _bounded(
+    leaves: Mapping[str, T.DataType],
+    hints: Mapping[str, Mapping[str, Any]],
+    existing: Mapping[str, T.DataType],
+) -> set[str]:
+    """The staged columns whose ints may go into a decimal column (their own, or the column
+    whose staged variant column they are, is declared decimal): only there do the digits of
+    the largest int decide where the values go (``_converts``)."""
+
+    def decimal(name: str) -> bool:
+        return hints.get(name, {}).get("data_type") == "decimal" or isinstance(
+            existing.get(name), T.DecimalType
+        )
+
+    return {name for name in leaves if decimal(name) or decimal(name.rsplit("__v_", 1)[0])}
+
+
 def _merge_same_names(specs: list[ColumnSpec]) -> list[ColumnSpec]:
     """One spec per column: variant values of one type may come from two staged columns
     (a key's own and its staged variant column); the later becomes a part of the first."""
@@ -307,7 +387,7 @@ def _observe(
         kind = kind_of_spark_type(dtype)
         kinds = {kind: int(stats[f"n{index}"] or 0)} if kind else {}
     leaf = _Leaf(name, dtype, {k: n for k, n in kinds.items() if n}, string_source)
-    if leaf.kinds.get("bigint"):
+    if leaf.kinds.get("bigint") and f"max{index}" in stats:
         largest = max(abs(int(stats[f"max{index}"])), abs(int(stats[f"min{index}"])))
         leaf.observed_decimal = T.DecimalType(max(len(str(largest)), 1), 0)
     if leaf.kinds.get("decimal_tag"):

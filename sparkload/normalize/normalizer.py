@@ -236,7 +236,11 @@ class TableNormalizer:
         flat: Flattened,
         system: list[str],
     ) -> NormalizedTable:
-        leaves = {leaf.name: staged.schema[leaf.name].dataType for leaf in flat.leaves}
+        # One read of the schema: on Spark Connect each ``.schema`` is a round trip that
+        # analyses the whole plan, so a read per column made wide tables cost quadratic time.
+        # (StructType looks a name up field by field: a dict keeps the lookups linear too.)
+        types = {field.name: field.dataType for field in staged.schema.fields}
+        leaves = {leaf.name: types[leaf.name] for leaf in flat.leaves}
         is_root = parent is None
         hints = self.column_hints if is_root else self._nested_column_hints(name, root)
         keys: tuple[str, ...] = ()
