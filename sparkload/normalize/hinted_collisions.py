@@ -36,7 +36,8 @@ def refuse_hints_on_collided_columns(
             f"table '{table}': the {hint} '{column}' is ambiguous: more than one source key "
             f"normalizes to '{column}'; one loads as '{column}', and {loaded_as}. Give the hint "
             f"the loaded column it means (e.g. '{renamed[0].resolved}'), or rename the keys "
-            "in the data",
+            "in the data. Nothing was loaded; the extracted package stays and the next run "
+            "retries it (pipeline.drop_pending_packages() discards it)",
             table=table,
             column=column,
         )

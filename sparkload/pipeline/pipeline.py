@@ -613,12 +613,7 @@ class Pipeline:
             if not staged.is_normalized():
                 staged.delete()  # what a normalize cut short left behind
                 with pipeline_step(
-                    "normalize",
-                    package.load_id,
-                    trace=trace,
-                    progress=self.progress,
-                    cleanup=staged.delete,
-                    advice=_package_advice,
+                    "normalize", package.load_id, trace=trace, progress=self.progress, cleanup=staged.delete
                 ) as step:
                     step.tables = _normalized_counts(self._normalize_package(package, staged))
             # The staged package now carries everything the load needs.
@@ -737,7 +732,7 @@ class Pipeline:
                 package.delete()
                 continue
             with pipeline_step(
-                "load", package.load_id, trace=trace, progress=self.progress, advice=_package_advice
+                "load", package.load_id, trace=trace, progress=self.progress, advice=_load_advice
             ) as step:
                 normalized = package.read(NORMALIZE_MANIFEST)
                 _refuse_damaged_normalized_files(package, normalized.get("files", {}))
@@ -990,8 +985,8 @@ class Pipeline:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
 
 
-def _package_advice(error: Exception) -> str:
-    """What a failed normalize's or load's message ends with: what became of its package."""
+def _load_advice(error: Exception) -> str:
+    """What a failed load's message ends with: what became of its package."""
     if isinstance(error, (DamagedFileError, DestinationStateMissingError)):
         return ""  # the error says what to do itself
     if isinstance(error, SparkloadError):
