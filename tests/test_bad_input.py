@@ -332,6 +332,45 @@ def test_a_hint_on_a_column_two_keys_normalize_to_is_refused_and_the_loaded_one_
     assert got == [(1, 11, "a2"), (2, 10, "b")]
 
 
+def _nested(kind: str, depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"a": value} if kind == "dict" else [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("kind", "depth", "step", "said"),
+    [
+        # JSON serialization stops at 254 levels; the explanation once hit Python's recursion limit.
+        ("dict", 1500, "extract", "column 'v__a__a__a__a__a__a__a__…': dicts and lists nest more than 254"),
+        ("list", 1500, "extract", "column 'v': dicts and lists nest more than 254"),
+        # Each list in a list is a nested table: at 45 its name is longer than a folder's.
+        ("list", 45, "normalize", "bytes, more than the 240 a table's folder can have"),
+        # At 60 the engine cannot describe the staged rows to its client.
+        ("list", 60, "normalize", "column 'v': lists nest more than 40 levels deep"),
+    ],
+)
+def test_items_nested_too_deep_fail_naming_table_and_column_and_change_nothing(
+    loaded: sl.Pipeline, kind: str, depth: int, step: str, said: str
+) -> None:
+    before = snapshot(loaded, "users")
+
+    with pytest.raises(PipelineStepFailed) as failure:
+        loaded.run([{"id": 1, "v": _nested(kind, depth)}], table_name="deep")
+
+    message = str(failure.value)
+    assert failure.value.step == step
+    assert said in message
+    assert ("resource 'deep'" if step == "extract" else "table 'deep'") in message
+    assert "max_table_nesting" in message or step == "extract"
+    assert snapshot(loaded, "users") == before
+    assert not (Path(loaded.dataset_uri) / "deep").exists()
+    # Dropped, the package leaves the pipeline as it was: the next run loads.
+    loaded.drop_pending_packages()
+    assert loaded.run([{"id": 2, "v": _nested(kind, 3)}], table_name="deep").loads_ids
+
+
 # -- numbers that do not fit --------------------------------------------------------------------
 
 

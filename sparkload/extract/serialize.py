@@ -270,6 +270,17 @@ def explain_failure(resource: str, position: int, item: Any, error: Exception) -
     Only runs after a failure, so walking the item in Python here costs nothing on the
     happy path.
     """
+    deep = _too_deep(item)
+    if deep is not None:
+        column = "__".join(deep[:_SHOWN_KEYS]) + ("__…" if len(deep) > _SHOWN_KEYS else "")
+        return UnserializableValueError(
+            resource,
+            f"item {position}, column '{column}': dicts and lists nest more than "
+            f"{MAX_ITEM_DEPTH} levels deep, deeper than JSON serialization writes; keep the deep "
+            "part as a string (json.dumps) or flatten it first",
+            position=position,
+            column=column or None,
+        )
     for path, value in _walk(item, ()):
         try:
             # As the slow path writes it: an int beyond 53 bits is a valid bigint there, so
@@ -289,6 +300,29 @@ def explain_failure(resource: str, position: int, item: Any, error: Exception) -
     return UnserializableValueError(
         resource, f"item {position} cannot be serialized: {error}", position=position
     )
+
+
+# orjson writes dicts and lists up to 254 levels deep; explaining a deeper item by walking
+# it recursively would exceed Python's own recursion limit.
+MAX_ITEM_DEPTH = 254
+# How many keys of a too deep item's path an error shows.
+_SHOWN_KEYS = 8
+
+
+def _too_deep(item: Any) -> tuple[str, ...] | None:
+    """The key path at which ``item`` nests more than MAX_ITEM_DEPTH dicts and lists (list
+    levels add no key), or None; walked without recursion."""
+    stack: list[tuple[Any, tuple[str, ...], int]] = [(item, (), 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, (dict, list, tuple)):
+            if depth >= MAX_ITEM_DEPTH:
+                return path
+            if isinstance(value, dict):
+                stack.extend((child, (*path, str(key)), depth + 1) for key, child in value.items())
+            else:
+                stack.extend((child, path, depth + 1) for child in value)
+    return None
 
 
 def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:

@@ -35,6 +35,9 @@ from sparkload.normalize.columns import NAME_KEY_MARK, PATH_KEY_MARK, VARIANT_KE
 MAX_STAGED_DEPTH = 16
 # The deepest a value kept whole as JSON (beyond max_table_nesting) can be.
 MAX_JSON_DEPTH = 28
+# How deep lists in lists (nested tables, which no rewrite joins) may nest in a staged row:
+# the engine describes lists 45 deep to its client but not 60.
+MAX_STAGED_LIST_DEPTH = 40
 # The column of a nested table that holds a list's scalar elements (dlt's name).
 ELEMENT_VALUE = "value"
 
@@ -364,6 +367,18 @@ class _Rewriter:
 
     def _rewrite_list(self, item: list[Any], path: Path_, level: int, depth: int) -> list[Any]:
         element = path + ("[]",)
+        if depth >= MAX_STAGED_LIST_DEPTH and any(isinstance(value, list) for value in item):
+            column = normalize_path([part for part in path if part != "[]"] or ["value"])
+            raise NormalizeError(
+                f"table '{self.table}', column '{column}': lists nest more than "
+                f"{MAX_STAGED_LIST_DEPTH} levels deep, each a nested table one level further, "
+                "which the engine cannot describe. Set max_table_nesting (dlt's hint) so deeper "
+                "levels are kept whole as JSON, or flatten the data first. Nothing was loaded; "
+                "the extracted package stays and the next run retries it "
+                "(pipeline.drop_pending_packages() discards it)",
+                table=self.table,
+                column=column,
+            )
         seen = self.types.seen.get(element, set())
         if self.types.doubles_tagged(element):
             item = [_double_tag(value) for value in item]

@@ -39,6 +39,9 @@ from sparkload.normalize.system_keys import refuse_repeated_ids, take_system_col
 logger = logging.getLogger(__name__)
 
 _NESTED_PREFIX = "__nested__"
+# The longest table name, in bytes: a table is a folder (and its package's staged folders
+# add a suffix such as ``.kept1``), and filesystems take 255 bytes a name.
+MAX_TABLE_NAME_BYTES = 240
 
 
 @dataclasses.dataclass
@@ -193,6 +196,7 @@ class TableNormalizer:
         out_uri: str,
     ) -> list[NormalizedTable]:
         name = nested.table
+        refuse_long_table_name(name, root)
         array = F.col(quote(_NESTED_PREFIX + name))
         exploded = parent.select(
             F.col(ID).alias(PARENT_ID),
@@ -266,6 +270,23 @@ class TableNormalizer:
         keyed by the table's path under its root table."""
         start = root + PATH_SEPARATOR
         return self.hints.nested_columns.get(name.removeprefix(start), {}) if name.startswith(start) else {}
+
+
+def refuse_long_table_name(name: str, root: str) -> None:
+    """Refuse a nested table whose name no folder can have: each list in a list is a table
+    one level further (``<table>__list``), so lists nested some 30 deep name one longer than
+    a filesystem allows."""
+    if len(name.encode()) <= MAX_TABLE_NAME_BYTES:
+        return
+    raise NormalizeError(
+        f"table '{root}': the nested table '{name[:60]}…' would be named with "
+        f"{len(name.encode())} bytes, more than the {MAX_TABLE_NAME_BYTES} a table's folder can "
+        "have: its lists (or dicts in lists) nest too deep. Set max_table_nesting (dlt's "
+        "hint) so deeper levels are kept whole as JSON, or flatten the data first. Nothing "
+        "was loaded; the extracted package stays and the next run retries it "
+        "(pipeline.drop_pending_packages() discards it)",
+        table=root,
+    )
 
 
 def _json_columns(hints: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
