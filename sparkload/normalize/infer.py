@@ -218,9 +218,18 @@ def _string_kinds(df: DataFrame, columns: Mapping[int, str]) -> dict[str, Any]:
             kind = F.when(test, F.lit(each)) if kind is None else kind.when(test, F.lit(each))
     assert kind is not None
     aliases = {f"c{index}": index for index in columns}
-    narrow = df.select(*[F.col(quote(name)).alias(f"c{index}") for index, name in columns.items()])
+    # One array of (column, value) pairs exploded, rather than DataFrame.unpivot: the engine
+    # (Sail 0.7.2) panics unpivoting rows whose batches disagree on whether a column can be
+    # NULL (files of other headers read as one table); an array's elements share one type.
+    pairs = F.array(
+        *[
+            F.struct(F.lit(alias).alias("column"), F.col(quote(columns[index])).alias("value"))
+            for alias, index in aliases.items()
+        ]
+    )
     rows = (
-        narrow.unpivot([], list(aliases), "column", "value")
+        df.select(F.explode(pairs).alias("pair"))
+        .select("pair.column", "pair.value")
         .where(value.isNotNull())
         .groupBy("column", kind.alias("kind"))
         .agg(
