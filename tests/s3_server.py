@@ -76,7 +76,7 @@ class S3Bucket:
     def url(self) -> str:
         return f"s3://{self.name}"
 
-    def keys(self) -> list[str]:
+    def object_keys(self) -> list[str]:
         """The keys of the bucket's objects (up to 1,000: the server's first page)."""
         with urllib.request.urlopen(f"{self.server.endpoint}/{self.name}?list-type=2", timeout=10) as answer:
             listing = ElementTree.fromstring(answer.read())

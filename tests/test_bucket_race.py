@@ -66,4 +66,4 @@ def test_commits_without_conditional_put_are_refused_before_writing(
     assert "AWS_CONDITIONAL_PUT" in message
     assert "'etag'" in message
     assert s3_bucket.server.secret_key not in message
-    assert s3_bucket.keys() == []
+    assert s3_bucket.object_keys() == []
