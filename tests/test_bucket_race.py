@@ -20,6 +20,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import boto3
+import botocore.exceptions
 import pytest
 from test_bucket import bucket_pipeline
 from test_concurrent_merge import race
@@ -67,3 +69,23 @@ def test_commits_without_conditional_put_are_refused_before_writing(
     assert "'etag'" in message
     assert s3_bucket.server.secret_key not in message
     assert s3_bucket.object_keys() == []
+
+
+def test_the_server_refuses_a_second_conditional_put_of_a_key(s3_bucket: S3Bucket) -> None:
+    """What the race in a bucket rests on, checked on the server it runs against: a PUT with
+    ``If-None-Match: *`` of a key that exists is refused (412) and the first object stays
+    (boto3, which moto brings, signs the requests as a client of S3 does)."""
+    server = s3_bucket.server
+    client = boto3.client(
+        "s3",
+        endpoint_url=server.endpoint,
+        aws_access_key_id=server.access_key,
+        aws_secret_access_key=server.secret_key,
+        region_name="us-east-1",
+    )
+    key = "_delta_log/00000000000000000000.json"
+    client.put_object(Bucket=s3_bucket.name, Key=key, Body=b"first", IfNoneMatch="*")
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        client.put_object(Bucket=s3_bucket.name, Key=key, Body=b"second", IfNoneMatch="*")
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    assert client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read() == b"first"
