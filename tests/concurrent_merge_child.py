@@ -1,6 +1,6 @@
 """One of two writers merging into the same tables at the same moment (run as a subprocess).
 
-    python concurrent_merge_child.py <work dir> <writer> <first id> <rounds>
+    python concurrent_merge_child.py <work dir> <destination> <writer> <first id> <rounds>
 
 Round after round, for each table the test names: extract and normalize a delete-insert
 merge of ids ``first id`` … ``first id + 99`` (each with a nested list), write
@@ -69,10 +69,11 @@ def wait_for(path: Path) -> None:
 
 def main() -> None:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks a stuck writer where it is
-    work, writer, first, rounds = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    work, destination, writer = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    first, rounds = int(sys.argv[4]), int(sys.argv[5])
     pipeline = sl.pipeline(
         f"writer_{writer}",
-        destination=sl.destinations.delta(os.fspath(work / "lake")),
+        destination=sl.destinations.delta(destination),
         dataset_name="shared",
         pipelines_dir=os.fspath(work / "pipelines"),
     )

@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -38,6 +39,7 @@ _STANDARD_VARIABLES = (
     "AWS_ALLOW_HTTP",
     "AWS_SESSION_TOKEN",
     "AWS_PROFILE",
+    "AWS_CONDITIONAL_PUT",
 )
 _buckets = itertools.count()
 
@@ -45,6 +47,7 @@ _buckets = itertools.count()
 @dataclasses.dataclass(frozen=True)
 class S3Server:
     endpoint: str
+    log: Path  # the server's request log: one line per request, with its answer's status
     access_key: str = ACCESS_KEY
     secret_key: str = SECRET_KEY
 
@@ -72,6 +75,12 @@ class S3Bucket:
     @property
     def url(self) -> str:
         return f"s3://{self.name}"
+
+    def object_keys(self) -> list[str]:
+        """The keys of the bucket's objects (up to 1,000: the server's first page)."""
+        with urllib.request.urlopen(f"{self.server.endpoint}/{self.name}?list-type=2", timeout=10) as answer:
+            listing = ElementTree.fromstring(answer.read())
+        return [element.text or "" for element in listing.iter() if element.tag.endswith("}Key")]
 
 
 def _free_port() -> int:
@@ -102,7 +111,8 @@ def _running_moto(log_folder: Path, environment: dict[str, str]) -> Iterator[S3S
         pytest.fail("moto_server is not installed: pip install 'sparkload[test]' (moto[server])")
     port = _free_port()
     endpoint = f"http://{HOST}:{port}"
-    log = (log_folder / "moto_server.log").open("wb")
+    log_path = log_folder / "moto_server.log"
+    log = log_path.open("wb")
     process = subprocess.Popen(
         [executable, "-H", HOST, "-p", str(port)],
         stdout=log,
@@ -111,7 +121,7 @@ def _running_moto(log_folder: Path, environment: dict[str, str]) -> Iterator[S3S
     )
     try:
         _wait_until_answering(endpoint, process)
-        yield S3Server(endpoint)
+        yield S3Server(endpoint, log_path)
     finally:
         process.terminate()
         try:

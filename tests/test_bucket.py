@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import deltalake
 import pytest
+from cli_process import sparkload, succeeded
 from conftest import user_columns
 
 import sparkload as sl
 from sparkload.exceptions import ConfigValueError, EngineError, InvalidNameError
+from sparkload.load import compaction
+from sparkload.pipeline.state import STATE_TABLE
 from sparkload.pipeline.trace_file import TRACE_FILE
 
 if TYPE_CHECKING:
@@ -253,3 +256,108 @@ def test_refused_keys_fail_in_seconds_naming_the_bucket(s3_refusing_keys: S3Serv
     message = str(refused.value)
     assert "keyed-lake-bucket" in message
     assert s3_refusing_keys.secret_key not in message
+
+
+# -- everything beside the data ----------------------------------------------------------------
+
+
+def test_a_catalog_destination_stages_its_packages_in_a_bucket(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    """``staging_url`` in a bucket, the working folder local: the normalized package waits
+    in the bucket, the load reads it from there and clears it."""
+    probe = sl.pipeline(
+        "probe", destination=sl.destinations.delta(tmp_path / "unused"), pipelines_dir=tmp_path
+    )
+    catalog = probe.spark.catalog.currentCatalog()
+    schema = f"staged_{tmp_path.name[-12:]}".lower()
+    probe.spark.sql(f"CREATE SCHEMA `{catalog}`.`{schema}` LOCATION '{tmp_path / 'warehouse'}'")
+    destination = sl.destinations.delta(catalog=catalog, staging_url=f"{s3_bucket.url}/staging")
+    pipeline = sl.pipeline(
+        "staged", destination=destination, dataset_name=schema, pipelines_dir=tmp_path / "work"
+    )
+    try:
+        pipeline.extract([{"id": 1, "tags": ["x"]}, {"id": 2, "tags": []}], table_name="things")
+        pipeline.normalize()
+        prefix = f"staging/{catalog}/{schema}/_sparkload_packages/staged/"
+
+        def package_files() -> list[str]:  # the folder's own marker object aside
+            return [key for key in s3_bucket.object_keys() if key.startswith(prefix) and key != prefix]
+
+        assert package_files(), "the package is not in the bucket"
+        pipeline.load()
+
+        assert sorted(row["id"] for row in pipeline.table("things").collect()) == [1, 2]
+        assert not package_files(), "the package stayed"
+    finally:
+        for table in pipeline.destination_dataset.table_names():
+            pipeline.destination_dataset.drop_table(table)
+
+
+def test_the_state_table_in_a_bucket_is_compacted(
+    s3_bucket: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(compaction, "EVERY", 3)
+    pipeline = bucket_pipeline(s3_bucket, tmp_path)
+    for upto in range(1, 5):  # a new cursor value each run: a state version each
+        pipeline.run(numbered(upto))
+
+    state = deltalake.DeltaTable(
+        f"{pipeline.dataset_uri}/{STATE_TABLE}", storage_options=s3_bucket.server.storage_options()
+    )
+    tags = [entry.get("userMetadata", "") for entry in state.history()]
+    assert [tag for tag in tags if tag.startswith("compact:state:")], tags
+    versions = sorted(row["version"] for row in state.to_pyarrow_table(columns=["version"]).to_pylist())
+    assert versions == [1, 2, 3, 4]
+    fresh = bucket_pipeline(s3_bucket, tmp_path, working="elsewhere")
+    fresh.run(numbered(5))
+    assert bucket_rows(s3_bucket, fresh, "numbered", "n") == [{"n": n} for n in range(1, 6)]
+
+
+def test_drop_of_a_resource_and_of_its_state_in_a_bucket(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    pipeline = bucket_pipeline(s3_bucket, tmp_path)
+    pipeline.run(numbered(3))
+    pipeline.run([{"id": 1}], table_name="kept")
+
+    pipeline.drop_resources(["numbered"])
+
+    assert "numbered" not in pipeline.destination_dataset.table_names()
+    assert not [key for key in s3_bucket.object_keys() if "/numbered/" in key]
+    assert bucket_rows(s3_bucket, pipeline, "kept", "id") == [{"id": 1}]
+    # The cursor went with it: the next run loads every row again, into a new table.
+    pipeline.run(numbered(2))
+    assert bucket_rows(s3_bucket, pipeline, "numbered", "n") == [{"n": 1}, {"n": 2}]
+
+
+def test_attach_to_a_pipeline_whose_destination_is_a_bucket(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    bucket_pipeline(s3_bucket, tmp_path).run(numbered(3))
+
+    attached = sl.attach("orders", pipelines_dir=tmp_path / "work")
+    assert attached.dataset_uri == f"{s3_bucket.url}/lake/shop"
+    assert sorted(row["n"] for row in attached.table("numbered").collect()) == [1, 2, 3]
+    attached.run(numbered(4))
+    assert bucket_rows(s3_bucket, attached, "numbered", "n") == [{"n": n} for n in range(1, 5)]
+
+
+def test_the_cli_reads_and_drops_a_pipeline_in_a_bucket_without_showing_the_keys(
+    s3_bucket: S3Bucket, tmp_path: Path
+) -> None:
+    pipeline = bucket_pipeline(s3_bucket, tmp_path)
+    pipeline.run(numbered(3))
+    pipeline.run([{"id": 1}], table_name="kept")
+    work = tmp_path / "work"
+    outputs = []
+    for action in ("info", "trace", "schema"):
+        result = sparkload("pipeline", "orders", action, "--pipelines-dir", work)
+        outputs.append(succeeded(result) + result.stderr)
+    assert f"{s3_bucket.url}/lake" in outputs[0]
+    assert "numbered" in outputs[2]
+    result = sparkload("pipeline", "orders", "drop", "--resources", "numbered", "-y", "--pipelines-dir", work)
+    outputs.append(succeeded(result) + result.stderr)
+
+    assert not [key for key in s3_bucket.object_keys() if "/numbered/" in key]
+    assert bucket_rows(s3_bucket, pipeline, "kept", "id") == [{"id": 1}]
+    for output in outputs:
+        assert s3_bucket.server.secret_key not in output
+        assert s3_bucket.server.access_key not in output
+    # Nor in a file of the working folder (the trace, the state's copy, the schemas).
+    for file in work.rglob("*"):
+        assert not file.is_file() or s3_bucket.server.secret_key.encode() not in file.read_bytes(), file

@@ -48,9 +48,9 @@ WRITERS = {"a": 0, "b": 50}  # writer: its first id (100 ids each)
 ROUND_LIMIT_S = 300
 
 
-def _start(work: Path, writer: str, first: int) -> subprocess.Popen[str]:
+def _start(work: Path, destination: str, writer: str, first: int, rounds: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, os.fspath(CHILD), os.fspath(work), writer, str(first), str(ROUNDS)],
+        [sys.executable, os.fspath(CHILD), os.fspath(work), destination, writer, str(first), str(rounds)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -70,11 +70,16 @@ def _wait_for(paths: list[Path], writers: list[subprocess.Popen[str]]) -> None:
         time.sleep(0.01)
 
 
-def _check_family(lake: sl.Pipeline, table: str) -> set[int]:
+def _check_family(lake: sl.Pipeline, table: str, storage_options: dict[str, str] | None) -> set[int]:
     """Assert the root table and its nested table are consistent; return the root's ids."""
     uri = f"{lake.dataset_uri}/{table}"
-    roots = deltalake.DeltaTable(uri).to_pyarrow_table(columns=["id", ID]).to_pylist()
-    nested = deltalake.DeltaTable(f"{uri}__tags").to_pyarrow_table(columns=[ROOT_ID]).to_pylist()
+
+    def read(table_uri: str, columns: list[str]) -> list[dict[str, Any]]:
+        found = deltalake.DeltaTable(table_uri, storage_options=storage_options)
+        return found.to_pyarrow_table(columns=columns).to_pylist()
+
+    roots = read(uri, ["id", ID])
+    nested = read(f"{uri}__tags", [ROOT_ID])
     keys = collections.Counter(row["id"] for row in roots)
     assert not [k for k, n in keys.items() if n > 1], f"{table}: duplicated keys (delta-rs)"
     spark_keys = collections.Counter(row["id"] for row in lake.table(table).select("id").collect())
@@ -87,24 +92,31 @@ def _check_family(lake: sl.Pipeline, table: str) -> set[int]:
 
 
 def test_two_writers_merging_at_the_same_moment_never_duplicate_a_key(tmp_path: Path) -> None:
+    race(tmp_path, os.fspath(tmp_path / "lake"), ROUNDS)
+
+
+def race(work: Path, destination: str, rounds: int, storage_options: dict[str, str] | None = None) -> int:
+    """Two writers, ``rounds`` rounds of each kind, into ``destination`` (a local folder or
+    a bucket; ``storage_options`` are delta-rs's for reading it), the writers' working
+    folders in ``work``. Returns in how many rounds a commit lost a race."""
     for folder in ("ready", "go", "done"):
-        (tmp_path / folder).mkdir()
+        (work / folder).mkdir()
     # Makes the table the later rounds merge into, and reads the writers' tables.
     lake = sl.pipeline(
         "reader",
-        destination=sl.destinations.delta(tmp_path / "lake"),
+        destination=sl.destinations.delta(destination),
         dataset_name="shared",
-        pipelines_dir=tmp_path / "pipelines",
+        pipelines_dir=work / "pipelines",
     )
     seed = [{"id": i, "writer": "seed", "step": -1, "tags": ["seed", f"id-{i}"]} for i in range(150)]
     lake.run(seed, table_name="existing", primary_key="id", write_disposition="merge")
-    writers = [_start(tmp_path, writer, first) for writer, first in WRITERS.items()]
+    writers = [_start(work, destination, writer, first, rounds) for writer, first in WRITERS.items()]
     retried = 0  # rounds in which a commit lost a race
     try:
-        for step, table in enumerate(tables(ROUNDS)):
-            _wait_for([tmp_path / "ready" / f"{step}-{w}" for w in WRITERS], writers)
-            (tmp_path / "go" / str(step)).touch()
-            done = [tmp_path / "done" / f"{step}-{w}" for w in WRITERS]
+        for step, table in enumerate(tables(rounds)):
+            _wait_for([work / "ready" / f"{step}-{w}" for w in WRITERS], writers)
+            (work / "go" / str(step)).touch()
+            done = [work / "done" / f"{step}-{w}" for w in WRITERS]
             _wait_for(done, writers)
             reports = {w: path.read_text().rsplit("\n", 1) for w, path in zip(WRITERS, done, strict=True)}
             results = {w: result for w, (result, _) in reports.items()}
@@ -112,7 +124,7 @@ def test_two_writers_merging_at_the_same_moment_never_duplicate_a_key(tmp_path: 
             for writer, result in results.items():
                 clear = result == "ok" or "sparkload.exceptions." in result
                 assert clear, f"round {step}, {writer}: {result}"
-            keys = _check_family(lake, table)
+            keys = _check_family(lake, table, storage_options)
             if all(result == "ok" for result in results.values()):
                 assert keys == set(range(150)), f"{table}: keys lost"
     finally:
@@ -124,7 +136,8 @@ def test_two_writers_merging_at_the_same_moment_never_duplicate_a_key(tmp_path: 
             process.kill()
             _, stderr = process.communicate()
             print(stderr[-4000:])  # shown when the test fails: the writers' tracebacks
-    print(f"rounds in which a commit lost a race: {retried} of {2 * ROUNDS}")
+    print(f"rounds in which a commit lost a race: {retried} of {2 * rounds}")
+    return retried
 
 
 DELETE_INSERT: dict[str, Any] = {"disposition": "merge", "strategy": "delete-insert"}

@@ -11,6 +11,15 @@ never changed: where config says otherwise (also a value put there from config t
 config no longer holds: the engine may have built its client from it), the pipeline is
 refused, naming both settings.
 
+Two writers in one bucket: no file lock orders their commits there, so a Delta commit must
+be exclusive by itself. Sail's Delta writer writes ``_delta_log/<version>.json`` with
+``PutMode::Create``, which its S3 client sends as a PUT with ``If-None-Match: *`` under
+``AWS_CONDITIONAL_PUT=etag``: the store refuses a version another writer took (412) and
+the writer retries on the next one. sparkload sets that value when the variable is unset
+(it is the client's default today; set here so that the engine sparkload starts does not
+depend on its client's defaults), keeps another the user set (``dynamo:<table>``, a lock
+table, is exclusive too), and refuses ``disabled``, with which Sail cannot commit to S3.
+
 No value read here reaches a log line or an exception: messages name settings only.
 """
 
@@ -37,6 +46,8 @@ _SETTINGS: tuple[tuple[str, str, bool], ...] = (
     ("endpoint_url", "AWS_ENDPOINT_URL", False),
 )
 ALLOW_HTTP = "AWS_ALLOW_HTTP"
+CONDITIONAL_PUT = "AWS_CONDITIONAL_PUT"
+EXCLUSIVE_COMMITS = "etag"  # If-None-Match: * on a commit's PUT
 _lock = threading.Lock()
 
 
@@ -68,6 +79,21 @@ def apply_s3_settings(uri: str) -> None:
         endpoint = os.environ.get("AWS_ENDPOINT_URL", "")
         if endpoint.lower().startswith("http://") and ALLOW_HTTP not in os.environ:
             _set(ALLOW_HTTP, "true")
+        _require_exclusive_commits()
+
+
+def _require_exclusive_commits() -> None:
+    conditional_put = os.environ.get(CONDITIONAL_PUT)
+    if conditional_put is None:
+        _set(CONDITIONAL_PUT, EXCLUSIVE_COMMITS)
+    elif conditional_put.strip().lower() == "disabled":
+        raise ConfigValueError(
+            f"the environment variable {CONDITIONAL_PUT} is 'disabled': the Sail engine (embedded, "
+            f"or a Sail server started with this environment) writes each Delta commit to S3 "
+            f"as a conditional PUT, so that a second writer cannot overwrite it, and fails "
+            f"without one; unset {CONDITIONAL_PUT} or set it to '{EXCLUSIVE_COMMITS}'",
+            key=CONDITIONAL_PUT,
+        )
 
 
 def _set(variable: str, value: str) -> None:

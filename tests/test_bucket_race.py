@@ -1,0 +1,91 @@
+"""Two writers merging into one table in a bucket at the same moment never duplicate a key
+nor lose a commit: the two-process race of ``test_concurrent_merge.py`` with the
+destination in a bucket of a real S3 API server on 127.0.0.1 (moto's server mode).
+
+In a bucket no file lock orders the writers (``table_lock`` exists for local folders only);
+what keeps a commit from overwriting another is the store refusing a second
+``_delta_log/<version>.json``: the embedded engine's Delta writer (Sail) writes each commit
+with ``PutMode::Create``, a PUT with ``If-None-Match: *`` under the conditional-put setting
+sparkload gives it (``AWS_CONDITIONAL_PUT=etag``), and moto answers 412 to the loser, as
+S3 does.
+
+Each round is several seconds against the bucket, so the main suite runs
+``BUCKET_RACE_ROUNDS`` rounds of each kind (3); ``SPARKLOAD_BUCKET_RACE_ROUNDS=20`` runs the
+20 the race claims.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import boto3
+import botocore.exceptions
+import pytest
+from test_bucket import bucket_pipeline
+from test_concurrent_merge import race
+
+from sparkload.exceptions import ConfigValueError
+
+if TYPE_CHECKING:
+    from s3_server import S3Bucket
+
+pytest_plugins = ("s3_server",)
+
+BUCKET_RACE_ROUNDS = int(os.environ.get("SPARKLOAD_BUCKET_RACE_ROUNDS", "3"))
+
+
+@pytest.mark.timeout(max(300, 60 * BUCKET_RACE_ROUNDS))
+def test_two_writers_merging_in_one_bucket_never_duplicate_a_key_nor_lose_a_commit(
+    s3_bucket: S3Bucket, tmp_path: Path
+) -> None:
+    race(tmp_path, f"{s3_bucket.url}/lake", BUCKET_RACE_ROUNDS, s3_bucket.server.storage_options())
+    # Commits the store refused because another writer's had taken their version.
+    log = s3_bucket.server.log.read_text(errors="replace").splitlines()
+    commits = [line for line in log if f"PUT /{s3_bucket.name}/" in line and "/_delta_log/" in line]
+    refused = [line for line in commits if '" 412 ' in line]
+    print(f"commits the store refused (412, another writer's was there): {len(refused)}")
+
+
+def test_the_engine_commits_to_a_bucket_by_conditional_put(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    assert "AWS_CONDITIONAL_PUT" not in os.environ
+    bucket_pipeline(s3_bucket, tmp_path).run([{"id": 1}], table_name="orders")
+    assert os.environ["AWS_CONDITIONAL_PUT"] == "etag"
+
+
+def test_commits_without_conditional_put_are_refused_before_writing(
+    s3_bucket: S3Bucket, tmp_path: Path
+) -> None:
+    """Sail's commits to S3 need a conditional PUT (without one it fails at the first commit,
+    after writing data files): the pipeline is refused when it is made, naming the engine
+    and the setting, and nothing reaches the bucket."""
+    os.environ["AWS_CONDITIONAL_PUT"] = "disabled"
+    with pytest.raises(ConfigValueError) as refused:
+        bucket_pipeline(s3_bucket, tmp_path).run([{"id": 1}], table_name="orders")
+    message = str(refused.value)
+    assert "Sail engine" in message
+    assert "AWS_CONDITIONAL_PUT" in message
+    assert "'etag'" in message
+    assert s3_bucket.server.secret_key not in message
+    assert s3_bucket.object_keys() == []
+
+
+def test_the_server_refuses_a_second_conditional_put_of_a_key(s3_bucket: S3Bucket) -> None:
+    """What the race in a bucket rests on, checked on the server it runs against: a PUT with
+    ``If-None-Match: *`` of a key that exists is refused (412) and the first object stays
+    (boto3, which moto brings, signs the requests as a client of S3 does)."""
+    server = s3_bucket.server
+    client = boto3.client(
+        "s3",
+        endpoint_url=server.endpoint,
+        aws_access_key_id=server.access_key,
+        aws_secret_access_key=server.secret_key,
+        region_name="us-east-1",
+    )
+    key = "_delta_log/00000000000000000000.json"
+    client.put_object(Bucket=s3_bucket.name, Key=key, Body=b"first", IfNoneMatch="*")
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        client.put_object(Bucket=s3_bucket.name, Key=key, Body=b"second", IfNoneMatch="*")
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    assert client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read() == b"first"
