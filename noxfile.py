@@ -53,6 +53,9 @@ CONNECT_MATRIX = [
     "tests/test_catalog_tables.py",
     "tests/test_concurrent_merge.py",
     "tests/test_spark_dataframe_items.py",
+    # A bucket as the destination, the server given its S3 settings at its start.
+    "tests/test_bucket.py",
+    "tests/test_bucket_race.py",
 ]
 # `cluster`: tasks run on worker actors, so every statement whose plan reads staged files or
 # Delta tables runs distributed: the dispositions and merges with nested tables, time-range
@@ -69,6 +72,8 @@ CLUSTER_MATRIX = [
     "tests/test_concurrent_merge.py",
     "tests/test_spark_dataframe_items.py",
     "tests/test_filesystem_source.py",
+    "tests/test_bucket.py",
+    "tests/test_bucket_race.py",
 ]
 # A JVM Spark is several times slower per small statement and each crash-test process
 # starts a JVM, so its run takes the same behaviours in fewer tests.
@@ -106,6 +111,9 @@ JVM_MATRIX = [
 ]
 # Apache Spark's own Spark Connect server (JVM, with delta-spark): what differs from the
 # classic JVM session is the client and its protocol, not Delta.
+# Each engine session ends with its slowest tests, to show where its time goes.
+DURATIONS = ("--durations=15",)
+
 # Its MERGE statements are delta-spark's, which the classic session's run covers.
 SPARK_CONNECT_MATRIX = [
     "tests/test_engine_matrix.py",
@@ -123,22 +131,22 @@ def spark(session: nox.Session) -> None:
     if session.posargs:
         session.run("pytest", *session.posargs)
         return
-    session.run("pytest", "--engine=spark", *JVM_MATRIX)
-    session.run("pytest", "--engine=spark-connect", *SPARK_CONNECT_MATRIX)
+    session.run("pytest", "--engine=spark", *DURATIONS, *JVM_MATRIX)
+    session.run("pytest", "--engine=spark-connect", *DURATIONS, *SPARK_CONNECT_MATRIX)
 
 
 @nox.session
 def connect(session: nox.Session) -> None:
     """The matrix on a Sail Spark Connect server in another process."""
     session.install("-e", ".[local,test]")
-    session.run("pytest", "--engine=connect", *(session.posargs or CONNECT_MATRIX))
+    session.run("pytest", "--engine=connect", *DURATIONS, *(session.posargs or CONNECT_MATRIX))
 
 
 @nox.session
 def cluster(session: nox.Session) -> None:
     """The matrix on Sail's local-cluster mode (driver and worker actors, in another process)."""
     session.install("-e", ".[local,test]")
-    session.run("pytest", "--engine=cluster", *(session.posargs or CLUSTER_MATRIX))
+    session.run("pytest", "--engine=cluster", *DURATIONS, *(session.posargs or CLUSTER_MATRIX))
 
 
 @nox.session

@@ -70,7 +70,28 @@ def start(engine: str) -> None:
 def _start_server(engine: str) -> tuple[subprocess.Popen[bytes], str]:
     if engine == "spark-connect":
         return start_spark_connect_server()
-    return start_sail_server({"SAIL_MODE": "local-cluster"} if engine == "cluster" else {})
+    mode = {"SAIL_MODE": "local-cluster"} if engine == "cluster" else {}
+    return start_sail_server({**mode, **remote_object_store()})
+
+
+def remote_object_store() -> dict[str, str]:
+    """The object store a Sail server in another process writes buckets to: a server reads
+    its S3 settings from its own environment, as one deployed beside a bucket does, so they
+    are given at its start. The S3 API server of the bucket tests (``s3_server``) is started
+    at this endpoint when a test needs it."""
+    pytest.register_assert_rewrite("s3_server")  # imported here before pytest loads it as a plugin
+    from s3_server import ACCESS_KEY, REGION, SECRET_KEY
+
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    os.environ["SPARKLOAD_TEST_S3_ENDPOINT"] = endpoint
+    return {
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_REGION": REGION,
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_CONDITIONAL_PUT": "etag",
+    }
 
 
 def stop() -> None:

@@ -105,11 +105,13 @@ def _wait_until_answering(endpoint: str, process: subprocess.Popen[bytes], timeo
 
 
 @contextlib.contextmanager
-def _running_moto(log_folder: Path, environment: dict[str, str]) -> Iterator[S3Server]:
+def _running_moto(
+    log_folder: Path, environment: dict[str, str], port: int | None = None
+) -> Iterator[S3Server]:
     executable = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
     if not Path(executable).exists():
         pytest.fail("moto_server is not installed: pip install 'sparkload[test]' (moto[server])")
-    port = _free_port()
+    port = _free_port() if port is None else port
     endpoint = f"http://{HOST}:{port}"
     log_path = log_folder / "moto_server.log"
     log = log_path.open("wb")
@@ -134,8 +136,11 @@ def _running_moto(log_folder: Path, environment: dict[str, str]) -> Iterator[S3S
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    """A server that accepts any keys."""
-    with _running_moto(tmp_path_factory.mktemp("moto"), {}) as server:
+    """A server that accepts any keys; at the endpoint a Sail server in another process was
+    given at its start (``engines.remote_object_store``), where the engine is one."""
+    reserved = os.environ.get("SPARKLOAD_TEST_S3_ENDPOINT")
+    port = int(reserved.rsplit(":", 1)[1]) if reserved else None
+    with _running_moto(tmp_path_factory.mktemp("moto"), {}, port) as server:
         yield server
 
 
