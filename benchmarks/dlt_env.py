@@ -26,11 +26,16 @@ from pathlib import Path
 
 DLT_REQUIREMENT = "dlt[deltalake,filesystem]==1.31.*"
 DLT_DUCKDB_REQUIREMENT = "dlt[deltalake,filesystem,duckdb]==1.31.*"
+# dlt 1.31's filesystem source reads CSV through duckdb relations' fetchmany(), which duckdb
+# 2.0 removed; its extra leaves duckdb unbounded, so the release it works with is pinned.
+DUCKDB_REQUIREMENT = "duckdb>=1,<2"
 # Cases with Pydantic models as columns= need it beside dlt (dlt 1.31 takes pydantic 2).
 PYDANTIC_REQUIREMENT = "pydantic>=2"
-# dlt's `dlt init` templates run as shipped (tests/dlt_templates): the dataframe template
-# imports pandas, which dlt does not install.
-TEMPLATES_REQUIREMENT = "pandas>=2"
+# dlt's `dlt init` templates run as shipped (tests/dlt_templates) need what dlt does not
+# install: pandas (the dataframe template; the filesystem one's Excel reader, with openpyxl),
+# SQLAlchemy (dlt's sql_database extra) and the MySQL driver the sql_database and default
+# templates connect with.
+TEMPLATES_REQUIREMENTS = ("pandas>=2", "openpyxl>=3", "dlt[sql-database]==1.31.*", "pymysql>=1")
 DEFAULT_VENV = Path(__file__).resolve().parent / "_work" / "dlt-venv"
 # Written into the virtualenv after pip succeeded: the requirements installed, one a line.
 MARKER = "sparkload-installed.txt"
@@ -51,9 +56,9 @@ def python_with_dlt(duckdb: bool = False, templates: bool = False) -> str:
     python = venv / "bin" / "python"
     wanted = [
         DLT_REQUIREMENT,
-        *([DLT_DUCKDB_REQUIREMENT] if duckdb else []),
+        *([DLT_DUCKDB_REQUIREMENT, DUCKDB_REQUIREMENT] if duckdb else []),
         PYDANTIC_REQUIREMENT,
-        *([TEMPLATES_REQUIREMENT] if templates else []),
+        *(TEMPLATES_REQUIREMENTS if templates else ()),
     ]
     if _missing(venv, wanted):
         with _exclusive(venv.with_name(venv.name + ".lock")):

@@ -12,6 +12,11 @@ from api_proxy import Pages
 GITHUB = "api.github.com"
 POKEAPI = "pokeapi.co"
 CHESS = "api.chess.com"
+GITHUB_RAW = "raw.githubusercontent.com"
+# The default template's CSV: Our World in Data's natural disasters, as GitHub serves the raw
+# file (the path percent-encoded as the client sends it).
+DISASTERS_NAME = "Natural%20disasters%20from%201900%20to%202019%20-%20EMDAT%20(2020)"
+DISASTERS_PATH = f"/owid/owid-datasets/master/datasets/{DISASTERS_NAME}/{DISASTERS_NAME}.csv"
 
 
 def _recent(days_ago: int) -> str:
@@ -41,6 +46,20 @@ def _comments(issue: int, count: int) -> list[dict[str, Any]]:
     ]
 
 
+def _disasters_csv() -> str:
+    """A CSV shaped as OWID's: an entity and a year, then counts, some cells empty."""
+    header = (
+        "Entity,Year,Number of deaths from drought,Number of people affected by floods,Economic damages\n"
+    )
+    rows = [
+        f"{entity},{year},{'' if (year + i) % 4 == 0 else (year % 97) * (i + 1)},{year * 3 + i},"
+        f"{'' if year % 3 == 0 else round(year * 1.25 + i, 2)}\n"
+        for i, entity in enumerate(["All natural disasters", "Drought", "Flood", "Earthquake"])
+        for year in range(1990, 2000)
+    ]
+    return header + "".join(rows)
+
+
 def routes() -> dict[tuple[str, str], Pages]:
     issues = [_issue(1, 1, ["bug"]), _issue(2, 2, []), _issue(3, 3, ["bug", "question"])]
     repos = [
@@ -57,6 +76,7 @@ def routes() -> dict[tuple[str, str], Pages]:
         (POKEAPI, "/api/v2/pokemon"): Pages((named[:2], named[2:4], named[4:]), "next_url"),
         (POKEAPI, "/api/v2/berry"): Pages((named[:3], named[3:]), "next_url"),
         (POKEAPI, "/api/v2/location"): Pages((named[:5],), "next_url"),
+        (GITHUB_RAW, DISASTERS_PATH): Pages((_disasters_csv(),), content_type="text/plain; charset=utf-8"),
     }
     for issue in issues:
         number = issue["number"]

@@ -5,7 +5,8 @@ are run unchanged; both sides get ``HTTPS_PROXY``/``HTTP_PROXY`` pointing here. 
 is answered by terminating TLS with a certificate for the requested host, issued on the
 spot by a local CA (trustme) that the clients trust through ``REQUESTS_CA_BUNDLE`` and
 ``SSL_CERT_FILE``. Requests are answered from canned pages per host and path (``api_data``);
-a path with several pages is paginated as that API does (see ``Pages``).
+a path with several pages is paginated as that API does (see ``Pages``). A page that is text
+(a CSV file) is answered as it is, with its content type.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import ssl
 import threading
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +34,8 @@ class Pages:
 
     pages: tuple[Any, ...]
     style: str | None = None
+    # Pages other than JSON are text answered as they are (a raw file's download).
+    content_type: str = "application/json"
 
     def answer(self, url: str, query: dict[str, str]) -> tuple[Any, dict[str, str]]:
         if self.style == "link":
@@ -109,7 +112,7 @@ class ApiProxy:
         if pages is None:
             return 404, {"message": "Not Found", "host": host, "path": path}, {}
         body, headers = pages.answer(f"{scheme}://{host}{parsed.path}", query)
-        return 200, body, headers
+        return 200, body, {"Content-Type": pages.content_type, **headers}
 
     def serve(self) -> None:
         self._server.serve_forever(poll_interval=0.1)
@@ -153,9 +156,9 @@ def _handler_for(proxy: ApiProxy) -> type[BaseHTTPRequestHandler]:
                 scheme, host = parsed.scheme, parsed.hostname or ""
                 target = parsed.path + (f"?{parsed.query}" if parsed.query else "")
             status, body, headers = proxy.answer(scheme, host, target)
-            payload = json.dumps(body).encode()
+            headers.setdefault("Content-Type", "application/json")
+            payload = body.encode() if isinstance(body, str) else json.dumps(body).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             for name, value in headers.items():
                 self.send_header(name, value)
@@ -169,9 +172,19 @@ def _handler_for(proxy: ApiProxy) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def _directly(make: Callable[[], ApiProxy]) -> ApiProxy:
+    return make()
+
+
 @contextmanager
-def running_proxy(routes: dict[tuple[str, str], Pages], folder: Path) -> Iterator[ApiProxy]:
-    proxy = ApiProxy(routes, folder)
+def running_proxy(
+    routes: dict[tuple[str, str], Pages],
+    folder: Path,
+    opened_by: Callable[[Callable[[], ApiProxy]], ApiProxy] = _directly,
+) -> Iterator[ApiProxy]:
+    """The proxy, serving until the block ends. ``opened_by`` makes it (its listening socket
+    is opened then): a network namespace's ``inside`` makes one that listens in there."""
+    proxy = opened_by(lambda: ApiProxy(routes, folder))
     thread = threading.Thread(target=proxy.serve, name="api-proxy", daemon=True)
     thread.start()
     try:

@@ -7,8 +7,12 @@ a working directory of its own, where ``.dlt/`` holds the settings it asks for. 
 the text as shipped (its duckdb databases land in that directory); sparkload runs it with
 only its import lines changed (``import dlt`` -> ``import sparkload as dlt``,
 ``from dlt.X import`` -> ``from sparkload.X import``) and its ``destination=`` given
-``dlt.destinations.delta(<folder>)``. The web APIs the templates call are served by a local
-proxy (``api_proxy``) under their real addresses.
+``dlt.destinations.delta(<folder>)``. What the templates read is served locally under the
+addresses their text names: the web APIs by a proxy (``api_proxy``); the ``samples`` bucket
+of the filesystem template is a folder of made-up files (``samples``) in each working
+directory; the public Rfam MySQL database is a local MariaDB (``rfam_server``), both sides
+then running inside a network namespace where Rfam's host name is 127.0.0.1 (``netns``; the
+tests of those templates are skipped where no namespace can be made: not root, no unshare).
 
 Compared as tests/dlt_diff compares (its ``differences``): the same tables by
 ``<dataset>.<table>``, each with the same rows, system columns by meaning (``_dlt_*`` against
@@ -35,6 +39,9 @@ import pytest
 from api_data import routes
 from api_proxy import ApiProxy, running_proxy
 from diff_values import canonical
+from netns import Namespace, Unavailable
+from rfam_server import rfam_namespace
+from samples import copy_samples, write_samples
 from test_dlt_diff import differences
 
 HERE = Path(__file__).parent
@@ -56,43 +63,48 @@ TEMPLATES: dict[str, str] = {
     "github_api": SINGLE_FILE,
     "requests": SINGLE_FILE,
     "rest_api": CORE_SOURCE,
+    "filesystem": CORE_SOURCE,
+    "sql_database": CORE_SOURCE,
+    "default": SINGLE_FILE,
 }
 
+# Templates that connect to Rfam's public MySQL host by name: both sides run inside a
+# namespace where that name is a local MariaDB (rfam_server).
+READS_RFAM = {"sql_database", "default"}
+
 # Templates not run: each needs more than its imports and destination changed, or dlt itself
-# cannot run it (no oracle): template -> why.
-NOT_RUN: dict[str, str] = {
-    "default": (
-        "its __main__ ends with load_sql_data(), which opens "
-        "sa.create_engine('mysql+pymysql://rfamro@mysql-rfam-public.ebi.ac.uk:4497/Rfam') itself: "
-        "an engine the script makes is out of reach of dlt's config, so no setting points it at "
-        "a local database"
-    ),
-    "sql_database": (
-        "its __main__ runs load_standalone_table_resource(), which passes "
-        "ConnectionStringCredentials('mysql+pymysql://...ebi.ac.uk:4497/Rfam') as an argument "
-        "(an argument wins over SOURCES__SQL_DATABASE__CREDENTIALS) and only extracts "
-        "(pipeline.extract): it loads no table to compare"
-    ),
-    "filesystem": (
-        "dlt itself cannot run it: its read_csv_with_duckdb() step fails in dlt 1.31's "
-        "read_csv_duckdb with the duckdb (2.0) that dlt[duckdb] installs, 'Relations no longer "
-        "have fetchmany()' (dlt/sources/filesystem/helpers.py calls it); it also needs a "
-        "`samples` bucket of dlt's test files the wheel does not ship"
-    ),
-}
+# cannot run it (no oracle): template -> why. Every template dlt 1.31 ships is run.
+NOT_RUN: dict[str, str] = {}
 
 # Columns whose values are the run's own (time.time() in a map): compared by kind only.
 VOLATILE_COLUMNS: dict[str, set[str]] = {
     "arrow": {"updated_at"},
     "dataframe": {"updated_at"},
+    # A file's URL names the working directory its side ran in.
+    "filesystem": {"file_url"},
 }
 
-# Templates whose script loads no table under dlt either (its resources are TODOs).
-LOADS_NOTHING = {"context_rest_api"}
+# Templates whose script loads no table under dlt either: context_rest_api's resources are
+# TODOs; sql_database's __main__ (load_standalone_table_resource) only extracts.
+LOADS_NOTHING = {"context_rest_api", "sql_database"}
 
 # Templates sparkload cannot run today, with the failure: each runs as xfail(strict=True).
-# Every template that can be run loads what dlt loads now.
-SPARKLOAD_FAILS: dict[str, str] = {}
+SPARKLOAD_FAILS: dict[str, str] = {
+    "filesystem": (
+        "sparkload.sources.filesystem has no FileItemDict (the template imports it) and no "
+        "read_csv_duckdb reader (its readers(...).read_csv_duckdb() steps)"
+    ),
+    "sql_database": (
+        "Rfam's DOUBLE(5,2) columns (family.gathering_cutoff): SQLAlchemy's MySQL DOUBLE with a "
+        "scale is a Float with asdecimal=True, which dlt reflects as decimal(5,2) and reads as "
+        "Decimal; sparkload maps every Float to double and fails converting the Decimal values "
+        "(ArrowInvalid, naming table and column)"
+    ),
+}
+
+# A dataset of a dev_mode pipeline is named with the time it was made: dlt's
+# `<dataset>_YYYYMMDDhhmmss`, sparkload's with microseconds too.
+DEV_MODE_DATASET = re.compile(r"^(\w+?)_\d{14,20}(\.)")
 
 # The import lines the port changes, and nothing else of the text but the destination.
 IMPORT_DLT = re.compile(r"^(\s*)import dlt$", re.MULTILINE)
@@ -147,11 +159,38 @@ def api_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiProxy]:
         yield proxy
 
 
+@pytest.fixture(scope="session")
+def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The files the filesystem template reads, written once and copied to each side."""
+    return write_samples(tmp_path_factory.mktemp("samples"))
+
+
+@pytest.fixture(scope="session")
+def rfam() -> Iterator[Namespace]:
+    """The namespace where Rfam's host is a local MariaDB; skipped where none can be made."""
+    try:
+        with rfam_namespace() as namespace:
+            yield namespace
+    except Unavailable as reason:
+        pytest.skip(f"no local Rfam database: {reason}")
+
+
+@pytest.fixture(scope="session")
+def rfam_api_proxy(rfam: Namespace, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiProxy]:
+    """The proxy for the templates that run inside the Rfam namespace: it listens in there
+    (skipped where this process cannot join the namespace's network)."""
+    try:
+        with running_proxy(routes(), tmp_path_factory.mktemp("rfam_api_proxy"), rfam.inside) as proxy:
+            yield proxy
+    except Unavailable as reason:
+        pytest.skip(f"no API proxy inside the Rfam namespace: {reason}")
+
+
 def _without_python_paths(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
 
-def _work_dir(folder: Path, template: str) -> Path:
+def _work_dir(folder: Path, template: str, samples: Path) -> Path:
     """The user's project folder: the template's settings in .dlt/, as `dlt init` leaves them."""
     folder.mkdir(parents=True)
     settings = folder / ".dlt"
@@ -160,12 +199,18 @@ def _work_dir(folder: Path, template: str) -> Path:
     # The secrets a template asks for without a default (context_rest_api's bearer token).
     if template == "context_rest_api":
         (settings / "secrets.toml").write_text('[sources.rest_api_source]\naccess_token = "t0ken"\n')
+    # The bucket the filesystem template reads: a folder beside it.
+    if template == "filesystem":
+        copy_samples(samples, folder)
     return folder
 
 
-def _start(python: str, script: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+def _start(
+    python: str, script: Path, env: dict[str, str], namespace: Namespace | None
+) -> subprocess.Popen[str]:
+    command = [python, script.name]
     return subprocess.Popen(
-        [python, script.name],
+        namespace.command(command, cwd=script.parent) if namespace else command,
         cwd=script.parent,
         env=env,
         stdout=subprocess.PIPE,
@@ -213,6 +258,11 @@ def _kinds_only(tables: dict[str, dict[str, Any]], columns: set[str]) -> None:
                 row[column] = {"$volatile": type(row[column]).__name__}
 
 
+def _dev_mode_free(tables: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The tables with a dev_mode dataset's time suffix taken out of their names."""
+    return {DEV_MODE_DATASET.sub(r"\1_<dev_mode>\2", name): content for name, content in tables.items()}
+
+
 def _params() -> list[Any]:
     params = []
     for name in TEMPLATES:
@@ -228,8 +278,19 @@ def _params() -> list[Any]:
 @pytest.mark.timeout(2 * RUN_TIMEOUT + 120)
 @pytest.mark.parametrize("template", _params())
 def test_template_loads_what_dlt_loads(
-    template: str, tmp_path: Path, dlt_python: str, templates_dir: Path, api_proxy: ApiProxy
+    template: str,
+    tmp_path: Path,
+    dlt_python: str,
+    templates_dir: Path,
+    samples: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
+    namespace: Namespace | None = None
+    if template in READS_RFAM:
+        namespace = request.getfixturevalue("rfam")
+        api_proxy: ApiProxy = request.getfixturevalue("rfam_api_proxy")
+    else:
+        api_proxy = request.getfixturevalue("api_proxy")
     source = templates_dir / TEMPLATES[template] / f"{template}_pipeline.py"
     text = source.read_text()
     env = {**_without_python_paths(dict(os.environ)), **api_proxy.environment()}
@@ -249,14 +310,14 @@ def test_template_loads_what_dlt_loads(
         # The checkout under test, not whatever sparkload the interpreter has installed.
         "PYTHONPATH": str(ROOT),
     }
-    dlt_script = _work_dir(tmp_path / "dlt", template) / source.name
+    dlt_script = _work_dir(tmp_path / "dlt", template, samples) / source.name
     dlt_script.write_text(text)
     delta_root = tmp_path / "delta"
-    sparkload_script = _work_dir(tmp_path / "sparkload", template) / source.name
+    sparkload_script = _work_dir(tmp_path / "sparkload", template, samples) / source.name
     sparkload_script.write_text(port_to_sparkload(text, delta_root))
 
-    dlt_run = _start(dlt_python, dlt_script, dlt_env)
-    sparkload_run = _start(sys.executable, sparkload_script, sparkload_env)
+    dlt_run = _start(dlt_python, dlt_script, dlt_env, namespace)
+    sparkload_run = _start(sys.executable, sparkload_script, sparkload_env, namespace)
     sparkload_failure = None
     try:
         # dlt is the oracle: a template it cannot run is a defect of this test, whatever
@@ -282,7 +343,7 @@ def test_template_loads_what_dlt_loads(
     assert bool(theirs) != (template in LOADS_NOTHING), f"dlt loaded {sorted(theirs)}"
     if sparkload_failure is not None:
         raise sparkload_failure
-    ours = sparkload_tables(delta_root)
+    theirs, ours = _dev_mode_free(theirs), _dev_mode_free(sparkload_tables(delta_root))
     for tables in (theirs, ours):
         _kinds_only(tables, VOLATILE_COLUMNS.get(template, set()))
     found = differences(
