@@ -641,6 +641,43 @@ def test_sqlite_numerics_load_their_exact_values(
     assert [r["free"] for r in rows] == [D("1E-9"), D("123456789.12345679"), D("1E+20"), None]
 
 
+@pytest.mark.parametrize("backend", ["pyarrow", "sqlalchemy"])
+def test_a_float_type_that_returns_decimals_loads_as_a_decimal_of_its_places(
+    pipeline: sl.Pipeline, sqlite_url: str, backend: str
+) -> None:
+    """MySQL's DOUBLE(5,2) (Rfam's family.gathering_cutoff, in dlt's sql_database template) is
+    a float type that SQLAlchemy returns as Decimals: dlt loads it as decimal(5,2). Given here
+    to SQLite's column by the type adapter, as MySQL reflects it; a plain DOUBLE stays a double."""
+    from sqlalchemy.dialects import mysql
+    from sqlalchemy.sql import sqltypes
+
+    _sqlite_table(
+        sqlite_url,
+        "CREATE TABLE family (id INTEGER PRIMARY KEY, cutoff DOUBLE, plain REAL); "
+        "INSERT INTO family VALUES (1, 38.0, 0.1), (2, 12.34, 2.5), (3, NULL, NULL);",
+    )
+
+    def as_mysql_reflects_it(column_type: Any) -> Any:
+        if isinstance(column_type, sqltypes.DOUBLE):
+            return mysql.DOUBLE(precision=5, scale=2, asdecimal=True)
+        return None
+
+    source = sql_table(
+        sqlite_url, table="family", backend=backend, type_adapter_callback=as_mysql_reflects_it
+    )
+    pipeline.run(source)
+
+    rows = user_columns(delta_rows(pipeline, "family", order_by="id"))
+    D = decimal.Decimal
+    assert [(r["cutoff"], r["plain"]) for r in rows] == [(D("38.00"), 0.1), (D("12.34"), 2.5), (None, None)]
+    schema = {
+        f.name: str(f.type) for f in deltalake.DeltaTable(f"{pipeline.dataset_uri}/family").schema().fields
+    }
+    assert (
+        schema["cutoff"] == 'PrimitiveType("decimal(5,2)")' and schema["plain"] == 'PrimitiveType("double")'
+    )
+
+
 def test_sqlite_unconstrained_numeric_with_more_than_nine_places_fails(
     pipeline: sl.Pipeline, sqlite_url: str
 ) -> None:

@@ -80,9 +80,9 @@ def _rule(t: sa.types.TypeEngine[Any], with_precision: bool) -> ColumnType | Non
         return ColumnType({"data_type": "bool"}, pa.bool_())
     if isinstance(t, sqltypes.Integer):
         return ColumnType({"data_type": "bigint"}, pa.int64())
-    if isinstance(t, sqltypes.Float):
-        return ColumnType({"data_type": "double"}, pa.float64())
-    if isinstance(t, sqltypes.Numeric):
+    if isinstance(t, (sqltypes.Float, sqltypes.Numeric)):  # SQLAlchemy 2.1: Float no Numeric
+        # A float type the dialect returns as Decimals (MySQL's DOUBLE(5,2) and FLOAT(7,3)
+        # are) is a decimal, as dlt maps it; other floats are doubles.
         return _decimal(t)
     if isinstance(t, sqltypes.DateTime):
         if t.timezone:
@@ -115,13 +115,10 @@ def _json_rule() -> ColumnType:
     return ColumnType({"data_type": "json"}, json_type(pa.string()), _json_text, as_json=True)
 
 
-def _decimal(t: sqltypes.Numeric[Any]) -> ColumnType | None:
-    if t.asdecimal is False:
+def _decimal(t: sqltypes.Float[Any] | sqltypes.Numeric[Any]) -> ColumnType | None:
+    if not t.asdecimal:
         return ColumnType({"data_type": "double"}, pa.float64())
-    precision, scale = t.precision, t.scale
-    if precision is None:
-        precision, scale = UNCONSTRAINED_DECIMAL
-    scale = 0 if scale is None else scale
+    precision, scale = decimal_places(t)
     if precision > MAX_DECIMAL_PRECISION:
         return None  # wider than Delta's decimal: digits would be lost
     hint = {"data_type": "decimal", "precision": precision, "scale": scale}
@@ -175,13 +172,28 @@ def _as_decimal(value: Any) -> decimal.Decimal | None:
     return None
 
 
-def driver_values_numeric(t: sqltypes.Numeric[Any]) -> sa.types.TypeEngine[Any]:
+def decimal_places(t: sqltypes.Float[Any] | sqltypes.Numeric[Any]) -> tuple[int, int]:
+    """The precision and scale of the decimal that holds ``t``'s values. A float type that
+    returns Decimals may name its places as ``scale`` (MySQL's) or only as the scale its
+    Decimals are given (``decimal_return_scale``); without a precision, the unconstrained
+    decimal."""
+    precision = t.precision
+    scale = getattr(t, "scale", None)
+    if scale is None:
+        scale = t.decimal_return_scale
+    if precision is None:
+        return UNCONSTRAINED_DECIMAL
+    return precision, 0 if scale is None else scale
+
+
+def driver_values_numeric(t: sqltypes.Float[Any] | sqltypes.Numeric[Any]) -> sa.types.TypeEngine[Any]:
     """``t`` reading the driver's values as they are. A dialect without native decimals
     (SQLite) has SQLAlchemy turn each float into a Decimal by formatting it to the column's
     scale, which rounds 1.005 to 1.00 and passes 19-digit integers through a float; the
     values are left to :func:`exact_decimal` instead."""
+    precision, scale = decimal_places(t)
     numeric: sa.types.TypeEngine[Any] = _driver_numeric_class()(
-        precision=t.precision, scale=t.scale, asdecimal=True
+        precision=precision, scale=scale, asdecimal=True
     )
     return numeric
 

@@ -79,7 +79,7 @@ def _read_numerics_as_stored(table: sa.Table) -> None:
 
     for column in table.columns:
         kind = column.type
-        if isinstance(kind, sqltypes.Numeric) and not isinstance(kind, sqltypes.Float) and kind.asdecimal:
+        if isinstance(kind, (sqltypes.Float, sqltypes.Numeric)) and kind.asdecimal:
             column.type = driver_values_numeric(kind)
 
 
