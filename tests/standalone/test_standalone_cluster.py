@@ -10,13 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import deltalake
+import pyarrow.fs
 import pytest
-from s3_server import aws_variables
 
+import sparkload as sl
 from sparkload.engine.session import release_session, session_for
+from sparkload.exceptions import EngineError
 
 if TYPE_CHECKING:
-    from s3_server import S3Bucket, S3Server
+    from s3_server import S3Bucket
     from spark_standalone import StandaloneCluster
 
 # The bucket server's and the cluster's fixtures (imported by pytest, which rewrites asserts).
@@ -24,13 +26,18 @@ pytest_plugins = ("s3_server", "spark_standalone")
 
 
 @pytest.fixture(scope="module")
-def cluster_spark(spark_standalone: StandaloneCluster, s3_server: S3Server) -> Iterator[Any]:
-    """sparkload's own session on the cluster's master, started as a pipeline starts it
-    (``session_for`` the ``spark://`` URL) with the test server's AWS variables set."""
-    with aws_variables(s3_server):
-        spark = session_for(spark_standalone.master_url)
-    yield spark
+def _cluster_session_released(spark_standalone: StandaloneCluster) -> Iterator[str]:
+    """The master's URL; sparkload's session to it is stopped after the module's tests."""
+    yield spark_standalone.master_url
     release_session(spark_standalone.master_url)
+
+
+@pytest.fixture
+def cluster_spark(_cluster_session_released: str, s3_bucket: S3Bucket) -> Any:
+    """sparkload's own session on the cluster's master, started as a pipeline starts it
+    (``session_for`` the ``spark://`` URL; one per URL) with the bucket server's AWS
+    variables set, which its S3A settings are made from."""
+    return session_for(_cluster_session_released)
 
 
 @pytest.fixture
@@ -79,3 +86,38 @@ def test_the_session_writes_delta_tables_in_the_bucket_that_delta_rs_reads(
     cluster_spark.range(10, 15).write.format("delta").mode("append").save(table)
     rows = deltalake.DeltaTable(table, storage_options=s3_bucket.server.storage_options()).to_pyarrow_table()
     assert sorted(rows.column("id").to_pylist()) == list(range(15))
+
+
+def test_a_pipeline_fails_before_extracting_naming_the_working_folder_the_executors_cannot_see(
+    on_cluster: Any,  # noqa: ARG001
+    s3_bucket: S3Bucket,
+    tmp_path: Path,
+) -> None:
+    """Extracted items wait in the pipeline's working folder, a local one, and the engine
+    reads them from there: the executors of a cluster cannot, so the run stops before
+    extracting, naming that folder, and the bucket gets no table."""
+
+    @sl.resource(primary_key="id", write_disposition="merge")
+    def users() -> Iterator[dict[str, Any]]:
+        yield {"id": 1, "name": "ada", "address": {"city": "London"}, "langs": ["en", "fr"]}
+
+    working = tmp_path / "work"
+    destination = sl.destinations.delta(f"{s3_bucket.url}/lake")
+    pipeline = sl.pipeline("on_cluster", destination=destination, pipelines_dir=working)
+    with pytest.raises(EngineError, match="cannot read files that this process writes in") as failure:
+        pipeline.run(users)
+    message = str(failure.value)
+    assert f"the pipeline's working folder ({working}" in message
+    assert "the destination (" not in message  # the bucket the executors do read
+    assert not _keys(s3_bucket, "lake/on_cluster_dataset/users/")
+
+
+def _keys(bucket: S3Bucket, prefix: str) -> list[str]:
+    store = pyarrow.fs.S3FileSystem(
+        access_key=bucket.server.access_key,
+        secret_key=bucket.server.secret_key,
+        endpoint_override=bucket.server.endpoint,
+        region="us-east-1",
+    )
+    selector = pyarrow.fs.FileSelector(f"{bucket.name}/{prefix}", allow_not_found=True, recursive=True)
+    return [info.path for info in store.get_file_info(selector)]
