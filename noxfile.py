@@ -3,7 +3,8 @@
 documentation site, warnings as errors), `nox -s dlt_diff`
 (the same dlt scripts run by dlt and by sparkload, their tables compared), and
 the engine matrix: `nox -s spark` (JVM Spark + delta-spark), `nox -s connect` (a Sail Spark
-Connect server in another process), `nox -s cluster` (Sail's local-cluster mode)."""
+Connect server in another process), `nox -s cluster` (Sail's local-cluster mode), and
+`nox -s standalone` (an Apache Spark standalone cluster, tables in a bucket)."""
 
 from __future__ import annotations
 
@@ -147,6 +148,15 @@ def cluster(session: nox.Session) -> None:
     """The matrix on Sail's local-cluster mode (driver and worker actors, in another process)."""
     session.install("-e", ".[local,test]")
     session.run("pytest", "--engine=cluster", *DURATIONS, *(session.posargs or CLUSTER_MATRIX))
+
+
+@nox.session
+def standalone(session: nox.Session) -> None:
+    """sparkload on a real Apache Spark standalone cluster (a Master and two Workers from
+    PySpark's jars, tests/spark_standalone.py) whose executors cannot see the driver's disk,
+    with the tables in a bucket on a moto S3 server; needs root for the workers' mounts."""
+    session.install("-e", ".[spark,test]")
+    session.run("pytest", "--run-standalone", *(session.posargs or ["tests/standalone"]))
 
 
 @nox.session

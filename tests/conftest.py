@@ -17,6 +17,8 @@ from sparkload.common.system_columns import SYSTEM_COLUMNS
 _names = itertools.count()
 AIRFLOW_TESTS = Path(__file__).parent / "airflow"
 JVM_TESTS = Path(__file__).parent / "jvm"
+# A real Apache Spark standalone cluster and a bucket (tests/spark_standalone.py).
+STANDALONE_TESTS = Path(__file__).parent / "standalone"
 DLT_DIFF_TESTS = Path(__file__).parent / "dlt_diff"
 # dlt's own `dlt init` templates, run under dlt and under sparkload with the differential
 # harness's pieces (its runner and comparison, importable from here on).
@@ -35,6 +37,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--run-airflow",
         action="store_true",
         help="run tests/airflow against a real Apache Airflow (installed by `nox -s airflow`)",
+    )
+    parser.addoption(
+        "--run-standalone",
+        action="store_true",
+        help="run tests/standalone on a real Apache Spark standalone cluster (`nox -s standalone`)",
     )
     parser.addoption(
         "--run-dlt-diff",
@@ -62,6 +69,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return True
     # tests/jvm starts JVMs of its own: only in the JVM engine's session (nox -s spark).
     if JVM_TESTS in (collection_path, *collection_path.parents) and engines.current() != "spark":
+        return True
+    # tests/standalone starts a Spark cluster from PySpark's jars (the `spark` extra).
+    if STANDALONE_TESTS in (collection_path, *collection_path.parents) and not config.getoption(
+        "--run-standalone"
+    ):
         return True
     # tests/dlt_diff and tests/dlt_templates run every case under dlt too, in a virtualenv of
     # its own that their nox session installs on first use: only with --run-dlt-diff.

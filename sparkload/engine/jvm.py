@@ -39,8 +39,8 @@ def is_master_url(text: str) -> bool:
     return bool(_MASTER.match(text))
 
 
-def jvm_session(master: str, settings: dict[str, str]) -> Any:
-    """A classic SparkSession on ``master`` with Delta Lake."""
+def jvm_session(master: str, settings: dict[str, str], packages: tuple[str, ...] = ()) -> Any:
+    """A classic SparkSession on ``master`` with Delta Lake (and the Maven ``packages``)."""
     if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyspark.core") is None:
         raise EngineError(
             f"a JVM Spark ({master}) needs PySpark with its JVM part, which is not installed "
@@ -56,7 +56,7 @@ def jvm_session(master: str, settings: dict[str, str]) -> Any:
     builder = SparkSession.builder.master(master).appName("sparkload")
     for key, value in {**DELTA_SESSION_CONF, **_local_defaults(master), **settings}.items():
         builder = builder.config(key, value)
-    session = configure_spark_with_delta_pip(builder).getOrCreate()
+    session = configure_spark_with_delta_pip(builder, extra_packages=list(packages)).getOrCreate()
     quiet_jvm(session)
     return session
 

@@ -99,3 +99,19 @@ def _require_exclusive_commits() -> None:
 def _set(variable: str, value: str) -> None:
     os.environ[variable] = value
     logger.debug("set %s for this process's S3 clients", variable)
+
+
+def s3_values() -> dict[str, str]:
+    """The standard AWS variables that are set, completed from config as
+    ``apply_s3_settings`` completes them (without setting anything): for an engine that
+    takes S3 settings of its own rather than this process's environment (a JVM's
+    ``fs.s3a.*``). Never logged: secrets are among them."""
+    values: dict[str, str] = {}
+    for name, variable, secret in _SETTINGS:
+        value = os.environ.get(variable)
+        if value is None:
+            configured = (secrets if secret else config).get(f"{CREDENTIALS_SECTION}.{name}")
+            value = None if configured is None else str(configured)
+        if value is not None:
+            values[variable] = value
+    return values

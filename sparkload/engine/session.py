@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 from sparkload.config import get_config_value
-from sparkload.engine import connect, jvm
+from sparkload.engine import connect, jvm, jvm_cluster
 from sparkload.engine.embedded import embedded_remote_url
 from sparkload.engine.settings import SESSION_CONF
 from sparkload.exceptions import EngineError
@@ -54,6 +54,8 @@ def session_for(url: str) -> Any:
         if session is None:
             if url.startswith("sc://"):
                 session = connect.connect(url, SESSION_CONF)
+            elif jvm_cluster.is_cluster_master(url):
+                session = jvm_cluster.cluster_session(url, SESSION_CONF)
             elif jvm.is_master_url(url):
                 session = jvm.jvm_session(url, SESSION_CONF)
             else:
