@@ -647,19 +647,24 @@ def test_a_float_type_that_returns_decimals_loads_as_a_decimal_of_its_places(
 ) -> None:
     """MySQL's DOUBLE(5,2) (Rfam's family.gathering_cutoff, in dlt's sql_database template) is
     a float type that SQLAlchemy returns as Decimals: dlt loads it as decimal(5,2). Given here
-    to SQLite's column by the type adapter, as MySQL reflects it; a plain DOUBLE stays a double."""
+    to SQLite's column by the type adapter, as MySQL reflects it. A plain DOUBLE, which MySQL
+    returns as Decimals too, holds binary doubles: it stays a double with every digit (dlt's
+    decimal keeps nine places of 0.12345678901234566); a REAL is a double."""
     from sqlalchemy.dialects import mysql
     from sqlalchemy.sql import sqltypes
 
     _sqlite_table(
         sqlite_url,
-        "CREATE TABLE family (id INTEGER PRIMARY KEY, cutoff DOUBLE, plain REAL); "
-        "INSERT INTO family VALUES (1, 38.0, 0.1), (2, 12.34, 2.5), (3, NULL, NULL);",
+        "CREATE TABLE family (id INTEGER PRIMARY KEY, cutoff DOUBLE, lambda FLOAT, plain REAL); "
+        "INSERT INTO family VALUES (1, 38.0, 0.12345678901234566, 0.1), (2, 12.34, -1e-12, 2.5), "
+        "(3, NULL, NULL, NULL);",
     )
 
     def as_mysql_reflects_it(column_type: Any) -> Any:
         if isinstance(column_type, sqltypes.DOUBLE):
             return mysql.DOUBLE(precision=5, scale=2, asdecimal=True)
+        if isinstance(column_type, sqltypes.FLOAT):
+            return mysql.DOUBLE(asdecimal=True)
         return None
 
     source = sql_table(
@@ -669,7 +674,11 @@ def test_a_float_type_that_returns_decimals_loads_as_a_decimal_of_its_places(
 
     rows = user_columns(delta_rows(pipeline, "family", order_by="id"))
     D = decimal.Decimal
-    assert [(r["cutoff"], r["plain"]) for r in rows] == [(D("38.00"), 0.1), (D("12.34"), 2.5), (None, None)]
+    assert [(r["cutoff"], r["lambda"], r["plain"]) for r in rows] == [
+        (D("38.00"), 0.12345678901234566, 0.1),
+        (D("12.34"), -1e-12, 2.5),
+        (None, None, None),
+    ]
     schema = {
         f.name: str(f.type) for f in deltalake.DeltaTable(f"{pipeline.dataset_uri}/family").schema().fields
     }

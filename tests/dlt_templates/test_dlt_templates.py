@@ -94,12 +94,6 @@ SPARKLOAD_FAILS: dict[str, str] = {
         "sparkload.sources.filesystem has no FileItemDict (the template imports it) and no "
         "read_csv_duckdb reader (its readers(...).read_csv_duckdb() steps)"
     ),
-    "sql_database": (
-        "Rfam's DOUBLE(5,2) columns (family.gathering_cutoff): SQLAlchemy's MySQL DOUBLE with a "
-        "scale is a Float with asdecimal=True, which dlt reflects as decimal(5,2) and reads as "
-        "Decimal; sparkload maps every Float to double and fails converting the Decimal values "
-        "(ArrowInvalid, naming table and column)"
-    ),
 }
 
 # A dataset of a dev_mode pipeline is named with the time it was made: dlt's

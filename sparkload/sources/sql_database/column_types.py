@@ -116,7 +116,7 @@ def _json_rule() -> ColumnType:
 
 
 def _decimal(t: sqltypes.Float[Any] | sqltypes.Numeric[Any]) -> ColumnType | None:
-    if not t.asdecimal:
+    if not t.asdecimal or is_binary_float(t):
         return ColumnType({"data_type": "double"}, pa.float64())
     precision, scale = decimal_places(t)
     if precision > MAX_DECIMAL_PRECISION:
@@ -170,6 +170,17 @@ def _as_decimal(value: Any) -> decimal.Decimal | None:
         except decimal.InvalidOperation:
             return None
     return None
+
+
+def is_binary_float(t: sa.types.TypeEngine[Any]) -> bool:
+    """A float type that names no decimal places (MySQL's plain DOUBLE, which SQLAlchemy
+    returns as Decimals all the same): its values are binary doubles, which only a double
+    holds exactly; a decimal would round them to some number of places."""
+    from sqlalchemy.sql import sqltypes
+
+    return (
+        isinstance(t, sqltypes.Float) and getattr(t, "scale", None) is None and t.decimal_return_scale is None
+    )
 
 
 def decimal_places(t: sqltypes.Float[Any] | sqltypes.Numeric[Any]) -> tuple[int, int]:

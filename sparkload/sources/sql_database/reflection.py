@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sparkload.exceptions import ResourceError
-from sparkload.sources.sql_database.column_types import column_type, driver_values_numeric
+from sparkload.sources.sql_database.column_types import column_type, driver_values_numeric, is_binary_float
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -48,6 +48,7 @@ def reflect_table(
             if adapted is not None:
                 # The result's values are processed by the new type too (its result processor).
                 column.type = adapted() if isinstance(adapted, type) else adapted
+    _read_binary_floats_as_floats(table)
     if not engine.dialect.supports_native_decimal:
         _read_numerics_as_stored(table)
     if table_adapter_callback is not None:
@@ -70,6 +71,18 @@ def _as_from_clause(adapted: Any, table: sa.Table) -> NamedFromClause:
         f"{type(adapted).__name__}; it changes the table in place and returns None, or returns a "
         "select (or subquery) to read instead"
     )
+
+
+def _read_binary_floats_as_floats(table: sa.Table) -> None:
+    """A float type without decimal places that SQLAlchemy would return as Decimals (MySQL's
+    DOUBLE) reads the driver's floats instead: SQLAlchemy's Decimals keep ten places of the
+    double and drop the rest (see ``column_types.is_binary_float``)."""
+    import sqlalchemy as sa
+
+    for column in table.columns:
+        kind = column.type
+        if is_binary_float(kind) and getattr(kind, "asdecimal", False):
+            column.type = sa.Float(precision=getattr(kind, "precision", None), asdecimal=False)
 
 
 def _read_numerics_as_stored(table: sa.Table) -> None:
