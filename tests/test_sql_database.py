@@ -648,8 +648,8 @@ def test_a_float_type_that_returns_decimals_loads_as_a_decimal_of_its_places(
     """MySQL's DOUBLE(5,2) (Rfam's family.gathering_cutoff, in dlt's sql_database template) is
     a float type that SQLAlchemy returns as Decimals: dlt loads it as decimal(5,2). Given here
     to SQLite's column by the type adapter, as MySQL reflects it. A plain DOUBLE, which MySQL
-    returns as Decimals too, holds binary doubles: it stays a double with every digit (dlt's
-    decimal keeps nine places of 0.12345678901234566); a REAL is a double."""
+    returns as Decimals too, holds binary doubles: it stays a double with every digit, where a
+    decimal of nine places would fail on 0.12345678901234566; a REAL is a double."""
     from sqlalchemy.dialects import mysql
     from sqlalchemy.sql import sqltypes
 
