@@ -4,7 +4,8 @@ Routes are functions of an ``APIRequest`` returning ``(status, headers, body)``;
 request is recorded (method, path, query, headers, cookies, JSON body) so a test can assert
 what the client asked. ``fail_next(path, *statuses)`` makes the next requests to a path
 answer with those statuses first (a 429 with ``Retry-After``, a 503 flap ...); ``drop_next``
-closes the connection without an answer.
+closes the connection without an answer; ``cut_next`` sends the headers and half the body,
+then closes (a body cut short).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ class _Failure:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+class _Cut:
+    """Answer, but close the connection halfway through the body."""
+
+
 class _Server(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client killed mid-request (the kill tests) resets its connection: not news.
@@ -53,7 +58,7 @@ class FakeAPI:
     def __init__(self) -> None:
         self.routes: list[tuple[str, Callable[[APIRequest], Answer]]] = []
         self.requests: list[APIRequest] = []
-        self._failures: dict[str, list[_Failure | None]] = {}
+        self._failures: dict[str, list[_Failure | _Cut | None]] = {}
         self._lock = threading.Lock()
         api = self
 
@@ -101,6 +106,10 @@ class FakeAPI:
         with self._lock:
             self._failures.setdefault(path, []).extend([None] * times)
 
+    def cut_next(self, path: str, times: int = 1) -> None:
+        with self._lock:
+            self._failures.setdefault(path, []).extend(_Cut() for _ in range(times))
+
     def asked(self, path: str) -> list[APIRequest]:
         """The requests that reached ``path`` (failed ones too), in order."""
         return [r for r in self.requests if r.path == path]
@@ -141,6 +150,12 @@ class FakeAPI:
         for name, value in headers.items():
             handler.send_header(name, value)
         handler.end_headers()
+        if isinstance(failure, _Cut):  # the promised length, half of it sent
+            handler.wfile.write(data[: len(data) // 2])
+            handler.wfile.flush()
+            handler.close_connection = True
+            handler.connection.shutdown(2)
+            return
         handler.wfile.write(data)
 
     def _answer(self, request: APIRequest) -> Answer:

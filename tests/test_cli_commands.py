@@ -217,7 +217,7 @@ def test_load_package_shows_pending_and_loaded_packages(loaded: sl.Pipeline, pip
         "orders": (1, "merge", versions["orders"]),  # order 3 alone: the cursor stood at 2
         "orders__items": (1, "merge", versions["orders__items"]),
     }
-    assert done["state_version"] == loaded.state["_state_version"]
+    assert done["state_version"] == loaded.committed_state["_state_version"]
 
     unknown = failed(sparkload("pipeline", NAME, "load-package", "123.456", "--pipelines-dir", pipelines_dir))
     assert unknown == f"error: pipeline '{NAME}' has no load package 123.456"

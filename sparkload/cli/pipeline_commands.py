@@ -156,7 +156,7 @@ def _trace(args: argparse.Namespace) -> int:
 # -- info --------------------------------------------------------------------------------------
 def _info(args: argparse.Namespace) -> int:
     pipeline = _attach(args)
-    state = pipeline.state
+    state = pipeline.committed_state
     tables = tables_by_resource(state, pipeline.destination_dataset.user_tables())
     destination = pipeline.destination
     pending = pipeline.list_extracted_load_packages() + pipeline.list_normalized_load_packages()
@@ -230,7 +230,9 @@ def _last_load_id(pipeline: Pipeline) -> str:
 # -- drop --------------------------------------------------------------------------------------
 def _drop(args: argparse.Namespace) -> int:
     pipeline = _attach(args)
-    plan = plan_drop(pipeline.state, pipeline.destination_dataset, args.resources, state_only=args.state_only)
+    plan = plan_drop(
+        pipeline.committed_state, pipeline.destination_dataset, args.resources, state_only=args.state_only
+    )
     _print_drop_plan(pipeline, plan)
     if not args.yes and not output.confirm("Proceed? [y/N] "):
         print("nothing dropped")

@@ -436,7 +436,13 @@ class Resource:
     def __iter__(self) -> Iterator[Any]:
         """The items as a pipeline would extract them, deferred calls made (one at a time:
         the extractor's pool is for runs) and their results sent on through the pipe."""
-        for item in self.iter_items():
+        return self.iterate()
+
+    def iterate(self, source_name: str | None = None) -> Iterator[Any]:
+        """``iter(resource)``; ``source_name`` names the source whose state it sees when
+        iterated by hand (a ``Source`` iterating its resources passes its own name, under
+        which a pipeline stores their state)."""
+        for item in self.iter_items(source_name=source_name):
             if type(item) is MarkedItem and is_deferred(item.data):
                 yield from (item.with_data(made) for made in self.finish_deferred(iterate_any(item.data())))
             elif is_deferred(item):
@@ -444,7 +450,9 @@ class Resource:
             else:
                 yield item
 
-    def iter_items(self, on_size: Callable[[int | None], None] | None = None) -> Iterator[Any]:
+    def iter_items(
+        self, on_size: Callable[[int | None], None] | None = None, source_name: str | None = None
+    ) -> Iterator[Any]:
         """Every data item after the pipe steps and the incremental filter; lists yielded as
         pages are split. Iterated outside a run, the resource sees its source's state as last
         committed, in a copy whose changes are dropped (``context.detached_state``).
@@ -453,7 +461,7 @@ class Resource:
         known without consuming it (a list, an Arrow table, a frame), else None: a progress
         display's total. Steps, filters and limits may let fewer through."""
         make_items = functools.partial(self._items, on_size)
-        source_name = self.section or _last_pipeline_name() or self.name
+        source_name = source_name or self.section or _last_pipeline_name() or self.name
         detached = context.detached_state(source_name)
         if detached is None:
             return make_items()

@@ -92,8 +92,10 @@ class Source:
         raise AttributeError(f"source '{self.__dict__.get('name')}' has no resource '{name}'")
 
     def __iter__(self) -> Iterator[Any]:
+        """The selected resources' items, each resource seeing the state a pipeline keeps
+        for it under this source's name (its incrementals start from their stored cursors)."""
         for resource in self.selected_resources.values():
-            yield from resource
+            yield from resource.iterate(self.name)
 
     def __repr__(self) -> str:
         return f"<source '{self.name}' resources={list(self._resources)}>"

@@ -142,7 +142,7 @@ def drop_pipeline_resources(
 ) -> DropResult:
     """Drop ``resources`` (None: all) of ``pipeline``. The caller holds the pipeline's run
     lock (``Pipeline.drop_resources`` does)."""
-    committed = pipeline.state
+    committed = pipeline.committed_state
     plan = plan_drop(committed, pipeline.destination_dataset, resources, state_only=state_only)
     pipeline.drop_pending_packages()
     # Tables first, the state last: the state is the only record of which tables belong to

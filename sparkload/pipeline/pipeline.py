@@ -296,9 +296,17 @@ class Pipeline:
 
     @property
     def state(self) -> dict[str, Any]:
-        """The pipeline state as last committed: the working directory's copy, as dlt's
-        ``pipeline.state`` is, so reading it starts no engine; restored from the destination
-        when the working directory has none. Every run first syncs with the destination."""
+        """dlt's ``pipeline.state``: the state the newest extract left while its package
+        waits to load (its cursors already taken, as dlt's extract keeps them), else the
+        committed state (``committed_state``). Reading it starts no engine."""
+        pending = self._pending_state()
+        return pending if pending is not None else self.committed_state
+
+    @property
+    def committed_state(self) -> dict[str, Any]:
+        """The pipeline state as last committed: the working directory's copy, so reading it
+        starts no engine; restored from the destination when the working directory has
+        none. Every run first syncs with the destination."""
         if self._state is None:
             local = state_store.read_local(self.working_dir)
             if local is None:
@@ -308,8 +316,13 @@ class Pipeline:
 
     @property
     def local_state(self) -> dict[str, Any]:
-        """The state as the working directory last saw it committed (empty if it has none),
-        read without the destination: what a source function's body sees of its state."""
+        """The state of the newest package waiting to load, else the state as the working
+        directory last saw it committed (empty if it has none); read without the engine or
+        the destination's state table: what a source function's body, or a source iterated
+        by hand, sees of its state."""
+        pending = self._pending_state()
+        if pending is not None:
+            return pending
         if self._state is not None:
             return self._state
         return state_store.read_local(self.working_dir) or {}
@@ -346,10 +359,27 @@ class Pipeline:
 
     @property
     def default_schema(self) -> schema_view.Schema:
-        """dlt's schema object, read from the loaded tables and the committed state (see
-        ``pipeline/schema.py``)."""
+        """dlt's schema object, read from the loaded tables and the state (see
+        ``pipeline/schema.py``); the tables of packages waiting to load are in it with the
+        columns their extract (or normalize) found, as in dlt's after ``extract()``."""
+        state = self.state
         with self._session_scope():
-            return schema_view.read_schema(self.pipeline_name, self.state, self.destination_dataset)
+            return schema_view.read_schema(
+                self.pipeline_name, state, self.destination_dataset, self._pending_shapes(state)
+            )
+
+    def _pending_shapes(self, state: Mapping[str, Any]) -> list[schema_view.PendingTable]:
+        """The tables of the packages waiting to load, oldest package first."""
+        shapes: list[tuple[str, list[schema_view.PendingTable]]] = []
+        for package in list_packages(self._extracted):
+            if package.has(EXTRACT_MANIFEST):
+                tables = [ExtractedTable.from_dict(t) for t in package.read(EXTRACT_MANIFEST)["tables"]]
+                shapes.append((package.load_id, schema_view.extracted_shapes(tables)))
+        for package in list_packages(self._staged):
+            if package.has(NORMALIZE_MANIFEST):
+                normalized = package.read(NORMALIZE_MANIFEST)["tables"]
+                shapes.append((package.load_id, schema_view.normalized_shapes(normalized, state)))
+        return [shape for _, found in sorted(shapes, key=lambda entry: entry[0]) for shape in found]
 
     @property
     def schemas(self) -> dict[str, schema_view.Schema]:
@@ -795,17 +825,22 @@ class Pipeline:
     def _extract_base(self) -> dict[str, Any]:
         """The state a new extract starts from: the newest pending package's (its cursors
         are already taken, as in dlt), else the committed one."""
+        pending = self._pending_state()
+        if pending is None:
+            # Read afresh: another process or machine may have run the pipeline since.
+            self._state_synced = False
+            return self._synced_state()
+        return pending
+
+    def _pending_state(self) -> dict[str, Any] | None:
+        """The state in the newest package waiting to be loaded (None without one)."""
         pending = [
             (package.load_id, package.read(manifest)["state"])
             for folder, manifest in ((self._extracted, EXTRACT_MANIFEST), (self._staged, NORMALIZE_MANIFEST))
             for package in list_packages(folder)
             if package.has(manifest)
         ]
-        if not pending:
-            # Read afresh: another process or machine may have run the pipeline since.
-            self._state_synced = False
-            return self._synced_state()
-        return state_store.loads_state(max(pending)[1])
+        return state_store.loads_state(max(pending)[1]) if pending else None
 
     def _claim(self, package: LoadPackage, base_version: int) -> OvertakenPackageError | None:
         """Before a package's first commit: check that no other run loaded since it was
@@ -939,7 +974,7 @@ class Pipeline:
         """Drop resources' tables and state (all resources when none are named), so the next
         run loads them afresh; see ``sparkload.pipeline.drop``."""
         self._state_synced = False
-        self._synced_state()  # what drop_pipeline_resources reads as pipeline.state
+        self._synced_state()  # what drop_pipeline_resources reads as pipeline.committed_state
         result = drop_pipeline_resources(self, resources, state_only=state_only)
         self._state = result.state
         return result

@@ -181,7 +181,7 @@ def fingerprint(pipeline: Pipeline, tables: Iterable[str]) -> dict[str, Any]:
         "state_version": state_store.destination_version(
             pipeline.destination_dataset,
             pipeline.pipeline_name,
-            known_version=int(pipeline.state.get("_state_version", 0)),
+            known_version=int(pipeline.committed_state.get("_state_version", 0)),
         ),
         "tables": {name: pipeline.destination_dataset.table(name).version() for name in tables},
     }
@@ -197,7 +197,7 @@ def make_plan(
 ) -> Plan:
     """The plan of ``scheduled``; ``normalized`` are the tables of the packages extracted
     for it (None: the schema difference comes from the declared column hints)."""
-    state = pipeline.state
+    state = pipeline.committed_state
     tables = [
         _table_plan(pipeline, entry, normalized, state)
         for entry in every_entry(scheduled.jobs)

@@ -41,6 +41,7 @@ from typing import Any
 
 import orjson
 import yaml
+from pyspark.sql import types as T
 
 from sparkload.common.hints import DATA_TYPES, LoadHints
 from sparkload.common.local_files import write_atomically
@@ -157,9 +158,61 @@ class Schema:
         )
 
 
-def read_schema(name: str, state: Mapping[str, Any], dataset: Dataset) -> Schema:
-    """The schema of a pipeline whose committed state is ``state``, from its tables now."""
+_NESTED_TYPES = (T.StructType, T.ArrayType, T.MapType)
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingTable:
+    """A table a waiting package fills, as far as its extract or normalize has shaped it:
+    ``fields`` is a Spark ``StructType`` of its columns."""
+
+    name: str
+    resource: str
+    parent: str | None
+    fields: Any
+
+
+def extracted_shapes(tables: Iterable[ExtractedTable]) -> list[PendingTable]:
+    """The tables of an extracted package with the columns its extract inferred: the
+    top-level ones of a simple type (a dict or list becomes columns or a nested table only
+    when normalized)."""
+    shapes = []
+    for table in tables:
+        parsed = T._parse_datatype_json_string(table.json_schema) if table.json_schema else None
+        inferred = parsed.fields if isinstance(parsed, T.StructType) else []
+        simple = [f for f in inferred if not isinstance(f.dataType, _NESTED_TYPES)]
+        shapes.append(PendingTable(table.name, table.resource, None, T.StructType(simple)))
+    return shapes
+
+
+def normalized_shapes(tables: Iterable[Mapping[str, Any]], state: Mapping[str, Any]) -> list[PendingTable]:
+    """The tables of a normalized package (its manifest's) with their columns' types."""
+    recorded = (state.get(SCHEMA_KEY) or {}).get("tables", {})
+    shapes = []
+    for table in tables:
+        fields = [
+            T.StructField(column["name"], T._parse_datatype_json_string(column["target"]))
+            for column in table["columns"]
+        ]
+        root = table.get("root") or table["name"]
+        resource = (recorded.get(root) or {}).get("resource") or root
+        shapes.append(PendingTable(table["name"], resource, table.get("parent"), T.StructType(fields)))
+    return shapes
+
+
+def read_schema(
+    name: str, state: Mapping[str, Any], dataset: Dataset, pending: Iterable[PendingTable] = ()
+) -> Schema:
+    """The schema of a pipeline whose state is ``state``, from its tables now; a table only
+    a waiting package fills (``pending``, newest last) is there with the columns its
+    extract or normalize found, as dlt's schema has a table once it is extracted."""
     tables = _observed_tables(state, dataset)
+    loaded = frozenset(tables)
+    hints = (state.get(SCHEMA_KEY) or {}).get("tables", {})
+    for shape in pending:  # a later package's shape of a table replaces an earlier one's
+        if shape.name not in loaded:
+            root_hints = None if shape.parent else hints.get(shape.name)
+            tables[shape.name] = _table(shape.name, shape.resource, shape.fields, root_hints, shape.parent)
     return Schema(name, _version(tables), _content_hash(tables), tables)
 
 

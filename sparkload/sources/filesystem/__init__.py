@@ -9,8 +9,10 @@
     pipeline.run(readers("data/events", file_glob="*.jsonl").read_jsonl())
 
 ``filesystem`` lists files (dlt's file items: ``file_url``, ``file_name``, ``relative_path``,
-``mime_type``, ``modification_date``, ``size_in_bytes``); the readers read them through the
-engine's own readers, so the rows never pass through Python. See docs/filesystem.md.
+``mime_type``, ``modification_date``, ``size_in_bytes``) as ``FileItemDict``s, which open
+and read the file they name (``item.open()``, ``read_bytes()``, ``read_text()``); the
+readers read them through the engine's own readers, so the rows never pass through Python.
+See docs/filesystem.md.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from typing import Any
 from sparkload.extract.decorators import resource, source
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
+from sparkload.sources.filesystem.items import FileItemDict
 from sparkload.sources.filesystem.listing import FileItem, in_row_order, list_files
 from sparkload.sources.filesystem.readers import read_csv, read_jsonl, read_parquet
 
-__all__ = ["FileItem", "filesystem", "read_csv", "read_jsonl", "read_parquet", "readers"]
+__all__ = ["FileItem", "FileItemDict", "filesystem", "read_csv", "read_jsonl", "read_parquet", "readers"]
 
 
 def filesystem(
@@ -52,13 +55,13 @@ def filesystem(
 
     # The incremental is the function's argument (so one set by apply_hints reaches it too):
     # the listing is ordered by its cursor where it declares a row order.
-    def pages(incremental: Incremental[Any] | None = incremental) -> Iterator[list[FileItem]]:
+    def pages(incremental: Incremental[Any] | None = incremental) -> Iterator[list[FileItemDict]]:
         files: Iterable[FileItem] = list_files(bucket_url, file_glob, extract_content)
         if incremental is not None and incremental.row_order:
             files = in_row_order(files, incremental)
-        page: list[FileItem] = []
+        page: list[FileItemDict] = []
         for item in files:
-            page.append(item)
+            page.append(FileItemDict(item))
             if len(page) == files_per_page:
                 yield page
                 page = []

@@ -155,7 +155,9 @@ def _file_item(fs: pafs.FileSystem, path: str, found: _Found, url: str, extract_
         "size_in_bytes": int(found.size or 0),
     }
     if extract_content:
-        with fs.open_input_stream(path) as stream:
+        # The stored bytes, as dlt's: pyarrow would otherwise decompress a ``.gz`` file by its
+        # suffix, and a FileItemDict's open() would then decompress it again.
+        with fs.open_input_stream(path, compression=None) as stream:
             item["file_content"] = stream.read()
     return item
 

@@ -159,10 +159,31 @@ def check_endpoint(endpoint: Mapping[str, Any], where: str) -> None:
         refuse_unknown(
             _mapping(incremental, f"{where}.incremental"), ENDPOINT_INCREMENTAL_KEYS, f"{where}.incremental"
         )
-    for index, action in enumerate(endpoint.get("response_actions") or []):
+    actions = endpoint.get("response_actions") or []
+    if callable(actions):
+        raise ConfigValueError(
+            f"rest_api config: '{where}.response_actions' must be a list (of dicts and functions), "
+            "not a function: put it in a list",
+            key=f"{where}.response_actions",
+        )
+    for index, action in enumerate(actions):
         if not callable(action):
             action_where = f"{where}.response_actions[{index}]"
             refuse_unknown(_mapping(action, action_where), RESPONSE_ACTION_KEYS, action_where)
+            _check_action(action.get("action"), f"{action_where}.action")
+
+
+def _check_action(then: Any, where: str) -> None:
+    """A response action's ``action``: "ignore", a function, or a list of functions (dlt's
+    choices); any other would be called on a response, or do nothing, only when one matches."""
+    if then == "ignore" or callable(then):
+        return
+    if isinstance(then, list) and all(callable(func) for func in then):
+        return
+    raise ConfigValueError(
+        f"rest_api config: '{where}' must be 'ignore', a function or a list of functions, not {then!r}",
+        key=where,
+    )
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:

@@ -61,7 +61,7 @@ class Endpoint:
 
 def build_resources(config: Mapping[str, Any]) -> list[Resource]:
     client_config = config["client"]
-    defaults = copy.deepcopy(dict(config.get("resource_defaults") or {}))
+    defaults = _copy_structure(dict(config.get("resource_defaults") or {}))
     entries: dict[str, Endpoint | Resource] = {}
     for index, given in enumerate(config["resources"]):
         if isinstance(given, Resource):
@@ -96,14 +96,16 @@ def build_resources(config: Mapping[str, Any]) -> list[Resource]:
 
 def _endpoint(entry: Any, defaults: dict[str, Any], where: str) -> Endpoint:
     resource: dict[str, Any] = (
-        {"name": entry, "endpoint": {"path": entry}} if isinstance(entry, str) else copy.deepcopy(dict(entry))
+        {"name": entry, "endpoint": {"path": entry}}
+        if isinstance(entry, str)
+        else _copy_structure(dict(entry))
     )
     if not resource.get("name"):
         raise ConfigValueError(f"rest_api config: '{where}' needs a 'name'", key=f"{where}.name")
     given: Any = resource.get("endpoint") or {}
     endpoint: dict[str, Any] = {"path": given} if isinstance(given, str) else dict(given)
     endpoint.setdefault("path", resource["name"])
-    default_endpoint: dict[str, Any] = copy.deepcopy(defaults.get("endpoint") or {})
+    default_endpoint: dict[str, Any] = _copy_structure(defaults.get("endpoint") or {})
     merged_endpoint = {**default_endpoint, **endpoint}
     for key in ("params", "json"):  # merged key by key, as dlt does
         if key in endpoint and isinstance(default_endpoint.get(key), dict):
@@ -126,11 +128,33 @@ def _endpoint(entry: Any, defaults: dict[str, Any], where: str) -> Endpoint:
     return found
 
 
+def _copy_structure(value: Any) -> Any:
+    """``value``'s dicts and lists copied, every other object kept as given (as dlt copies a
+    config): a response action, paginator or auth is the caller's own object, whose state
+    the caller may read after the run, not a deep copy of it."""
+    if isinstance(value, Mapping):
+        return {key: _copy_structure(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy_structure(item) for item in value]
+    return value
+
+
 def _bind_path_params(endpoint: Endpoint) -> None:
     """Plain params named in the path (``/repos/{owner}/issues`` with ``owner`` in params)
-    go into the path and leave the query."""
+    go into the path and leave the query. A ``resolve`` param the path does not name is an
+    error, as in dlt: its parent's value would reach no request, which would be the same
+    for every parent record."""
     params = endpoint.endpoint.setdefault("params", {})
-    for name in fields_in(endpoint.endpoint["path"]):
+    in_path = fields_in(endpoint.endpoint["path"])
+    for name, value in params.items():
+        if isinstance(value, Mapping) and value.get("type") == "resolve" and name not in in_path:
+            raise ConfigValueError(
+                f"rest_api config: resource '{endpoint.name}' has the resolve param '{name}', which "
+                f"its path '{endpoint.endpoint['path']}' does not name as '{{{name}}}'; to send a "
+                "parent's field in the query, use '{resources.<parent>.<field>}' in a param",
+                key=f"{endpoint.where}.endpoint.params.{name}",
+            )
+    for name in in_path:
         if name in params and not isinstance(params[name], Mapping):
             value = params.pop(name)
             endpoint.endpoint["path"] = endpoint.endpoint["path"].replace("{" + name + "}", str(value))
@@ -178,6 +202,7 @@ def _resource(
     params = {k: v for k, v in (ep.get("params") or {}).items() if k not in resolved_names}
     incremental, incremental_params = _incremental(params, ep.get("incremental"), where)
     request = _Request(
+        name=endpoint.name,
         client=client,
         method=ep.get("method", "GET"),
         path=ep["path"],
@@ -266,6 +291,7 @@ def _make_incremental(config: Mapping[str, Any], where: str) -> Incremental[Any]
 class _Request:
     """What one endpoint sends, before placeholders are filled."""
 
+    name: str  # the resource's
     client: RESTClient
     method: str
     path: str
@@ -338,8 +364,8 @@ def _paginate_for_parent(
             found = find_values(parent_field.field, record)
             if not found:
                 raise ValueError(
-                    f"a record of '{parent_field.parent}' has no '{parent_field.field}' for "
-                    f"'{{{parent_field.name}}}'; it has {sorted(record)}"
+                    f"resource '{request.name}': a record of '{parent_field.parent}' has no "
+                    f"'{parent_field.field}' for the param '{parent_field.name}'; it has {sorted(record)}"
                 )
             values[parent_field.name] = found[0]
         extra = _from_parent(record, parent_fields[0].parent, include_from_parent)

@@ -1,11 +1,13 @@
 """``Client``: sessions that retry what is worth retrying, with urllib3's own ``Retry``.
 
 Mounted on a requests ``HTTPAdapter``, urllib3 retries connection errors, read timeouts and
-dropped connections and the statuses given (429 and every 5xx by default), waiting
-``backoff_factor * 2**(n-1)`` seconds before the n-th retry (at most ``max_retry_delay``) or
-what the server's ``Retry-After`` asks (capped the same way). When the attempts run out on
-an error status the last response is returned, so the session's status check raises an
-``HTTPRequestError`` naming the URL instead of urllib3's bare "too many retries".
+dropped connections; the session retries, with the same ``Retry`` rules, the statuses given
+(429 and every 5xx by default) and a body cut short (``ChunkedEncodingError``), running the
+request's response hooks on every attempt as dlt does. The n-th retry waits
+``backoff_factor * 2**(n-1)`` seconds (at most ``max_retry_delay``) or what the server's
+``Retry-After`` asks (capped the same way). When the attempts run out on an error status the
+last response is returned, so the session's status check raises an ``HTTPRequestError``
+naming the URL instead of urllib3's bare "too many retries".
 
 Settings left out in code come from config under ``runtime`` with dlt's names
 (``RUNTIME__REQUEST_TIMEOUT``, ``RUNTIME__REQUEST_MAX_ATTEMPTS``,
@@ -179,8 +181,12 @@ class Client:
         )
         for name, value in self._session_attrs.items():
             setattr(session, name, value)
-        retry = make_retry(settings, self._status_codes, self._retry_errors, self._respect_retry_after)
-        adapter = HTTPAdapter(pool_maxsize=self._max_connections, max_retries=retry)
+        # Error statuses and bodies cut short are retried by the session, attempt by attempt
+        # (each attempt's response hooks run); urllib3 retries connecting and sending.
+        respect = self._respect_retry_after
+        session.retry = make_retry(settings, self._status_codes, self._retry_errors, respect)
+        connecting = make_retry(settings, (), self._retry_errors, respect)
+        adapter = HTTPAdapter(pool_maxsize=self._max_connections, max_retries=connecting)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
         return session

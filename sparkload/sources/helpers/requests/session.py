@@ -11,6 +11,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import requests
+from requests.exceptions import ChunkedEncodingError
+from urllib3.exceptions import MaxRetryError, ProtocolError
+from urllib3.util.retry import Retry
 
 from sparkload.exceptions import HTTPRequestError
 from sparkload.sources.helpers.requests.errors import TRANSPORT_ERRORS, body_timeout, redacted_transport_error
@@ -76,9 +79,11 @@ class Session(requests.Session):
 
     Beyond requests: the read timeout bounds the whole body, not each read of it (a server
     trickling a byte at a time cannot hold a run); a connection error or timeout names the
-    request with its URL's credentials blanked; and a redirect to another origin (scheme,
+    request with its URL's credentials blanked; a redirect to another origin (scheme,
     host, port) goes on without the request's headers and auth unless that origin is in
-    ``trusted_origins`` (see ``origins``).
+    ``trusted_origins`` (see ``origins``); and with ``retry`` (a ``Client`` sets it) an
+    error status or a body cut short is sent again, the response hooks running on each
+    attempt.
     """
 
     def __init__(
@@ -92,6 +97,10 @@ class Session(requests.Session):
         self.raise_for_status = raise_for_status
         self.trusted_origins = trusted_origins_of(trusted_origins)
         self.headers["User-Agent"] = USER_AGENT
+        # The retries of whole attempts (an error status, a body cut short), each attempt's
+        # response hooks run on it as dlt's retries run them; a ``Client`` sets it. The
+        # adapter's urllib3 retries cover only connecting and sending, where no response is.
+        self.retry: Retry | None = None
 
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
         kwargs.setdefault("timeout", self.timeout)
@@ -107,13 +116,58 @@ class Session(requests.Session):
         guard_redirects(request, CredentialScope.of(request.url or "", self.trusted_origins))
         stream = kwargs.get("stream") or False
         kwargs["stream"] = True  # the body is read below, within its deadline
+        retry = self.retry
+        while True:
+            response, failure = self._attempt(request, stream, kwargs)
+            following = _next_retry(retry, request, response, failure)
+            if following is None:
+                if failure is not None:
+                    raise failure
+                assert response is not None
+                return response
+            retry = following
+            if response is not None:
+                response.close()  # its connection back to the pool before the wait
+            retry.sleep(response.raw if response is not None else None)
+
+    def _attempt(
+        self, request: requests.PreparedRequest, stream: bool, kwargs: dict[str, Any]
+    ) -> tuple[requests.Response | None, requests.RequestException | None]:
+        """One attempt: the response (its hooks run on it), or what failed. A response hook
+        that raises for the status (rest_api's check) fails the attempt with its response."""
         try:
             response = super().send(request, **kwargs)
+            if not stream:
+                read_body(response, _read_timeout(kwargs["timeout"]))
+        except requests.HTTPError as exc:
+            return exc.response, exc
         except TRANSPORT_ERRORS as exc:
-            raise redacted_transport_error(exc, request) from None
-        if not stream:
-            read_body(response, _read_timeout(kwargs["timeout"]))
-        return response
+            return None, redacted_transport_error(exc, request)
+        return response, None
+
+
+def _next_retry(
+    retry: Retry | None,
+    request: requests.PreparedRequest,
+    response: requests.Response | None,
+    failure: requests.RequestException | None,
+) -> Retry | None:
+    """The retry state for another attempt, or None when the attempt stands (it succeeded,
+    its failure is not worth retrying, or the attempts have run out)."""
+    if retry is None:
+        return None
+    method, url = request.method or "GET", request.url or ""
+    try:
+        if isinstance(failure, ChunkedEncodingError):
+            # A body cut short: a read error to urllib3, counted and waited for as one.
+            return retry.increment(method, url, error=ProtocolError(str(failure)))
+        if response is None or isinstance(failure, TRANSPORT_ERRORS):
+            return None
+        if not retry.is_retry(method, response.status_code, "Retry-After" in response.headers):
+            return None
+        return retry.increment(method, url, response=response.raw)
+    except (MaxRetryError, ProtocolError):  # run out, or read errors are not retried
+        return None
 
 
 def _read_timeout(timeout: Any) -> float | None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import base64
 import threading
-import time
 from collections.abc import Iterable
 from typing import Any
 
+import pendulum
 import requests
 from requests.auth import AuthBase
 
@@ -138,7 +138,9 @@ class OAuth2ClientCredentials(OAuth2AuthBase):
     seconds), so a long run never sends an expired token.
 
     It is renewed when less than a tenth of its lifetime (at most a minute) is left: a
-    request on its way when the token runs out would otherwise be refused.
+    request on its way when the token runs out would otherwise be refused. ``token_expiry``
+    (a pendulum ``DateTime``, as dlt's) is when the token runs out; set it earlier and the
+    next request fetches a new one. A token given as ``access_token`` has no expiry.
     """
 
     def __init__(
@@ -160,7 +162,9 @@ class OAuth2ClientCredentials(OAuth2AuthBase):
         self.access_token_request_data = dict(access_token_request_data or {})
         self.default_token_expiration = default_token_expiration
         self.session = session
-        self._renew_at = 0.0 if access_token is None else float("inf")
+        # Wall-clock time, as dlt keeps it, so that a caller may read and move it.
+        self.token_expiry: pendulum.DateTime | None = None
+        self._renewal_margin = 0.0  # seconds before token_expiry that a new token is fetched
         self._lock = threading.Lock()
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
@@ -170,18 +174,21 @@ class OAuth2ClientCredentials(OAuth2AuthBase):
         return super().__call__(request)
 
     def is_token_expired(self) -> bool:
-        return time.monotonic() >= self._renew_at
+        if self.token_expiry is None:
+            return self.access_token is None
+        return pendulum.now() >= self.token_expiry.subtract(seconds=self._renewal_margin)
 
     def obtain_token(self) -> None:
         session = self.session or _token_session()
-        asked = time.monotonic()
+        asked = pendulum.now()
         response = session.post(self.access_token_url, **self.build_access_token_request())
         raise_for_status(response)
         payload = json_body(response, "a JSON token response holding access_token")
         self.access_token = _secret(self.parse_access_token(payload), "access_token", "the token response")
         lifetime = self.parse_expiration_in_seconds(payload)
         # Counted from when it was asked for: the server's clock started before the answer.
-        self._renew_at = asked + lifetime - min(60.0, lifetime / 10)
+        self.token_expiry = asked.add(seconds=lifetime)
+        self._renewal_margin = min(60.0, lifetime / 10)
 
     def build_access_token_request(self) -> dict[str, Any]:
         return {
