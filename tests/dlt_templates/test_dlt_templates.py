@@ -91,8 +91,8 @@ LOADS_NOTHING = {"context_rest_api", "sql_database"}
 # Templates sparkload cannot run today, with the failure: each runs as xfail(strict=True).
 SPARKLOAD_FAILS: dict[str, str] = {
     "filesystem": (
-        "sparkload.sources.filesystem has no FileItemDict (the template imports it) and no "
-        "read_csv_duckdb reader (its readers(...).read_csv_duckdb() steps)"
+        "sparkload's FileItemDict has no fsspec filesystem (the template's first step calls "
+        "item.fsspec.download) and sparkload's readers no read_csv_duckdb (its last two steps)"
     ),
 }
 
