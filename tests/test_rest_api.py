@@ -185,6 +185,32 @@ def test_end_value_backfills_a_window_and_leaves_the_cursor_alone(
     assert "incremental" not in resource_state  # a backfill writes no cursor
 
 
+def test_the_incremental_lag_is_a_placeholder_as_in_dlt(api: FakeAPI, pipeline: sl.Pipeline) -> None:
+    """dlt formats paths and params with the incremental itself, so ``{incremental.lag}``
+    names its lag (an API that re-reads a window behind the cursor asks for it)."""
+    IssuesAPI(api, 3)
+    config: dict[str, Any] = {
+        "client": {"base_url": api.url},
+        "resources": [
+            {
+                "name": "issues",
+                "endpoint": {
+                    "path": "issues",
+                    "params": {"since": "{incremental.start_value}", "window": "{incremental.lag}"},
+                    "incremental": {
+                        "cursor_path": "updated_at",
+                        "initial_value": "2024-01-01T00:00:00Z",
+                        "lag": 3600,
+                    },
+                },
+            }
+        ],
+    }
+    pipeline.run(rest_api_source(config))
+    asked = api.asked("/issues")[0].query
+    assert (asked["since"], asked["window"]) == ("2024-01-01T00:00:00Z", "3600")
+
+
 def test_429_and_503_flaps_are_retried_within_a_run(api: FakeAPI, pipeline: sl.Pipeline) -> None:
     IssuesAPI(api, 12)
     api.fail_next("/issues", 503, 429, 502)

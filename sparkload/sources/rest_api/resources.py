@@ -319,6 +319,9 @@ class _Request:
             }
             for key, value in incremental_values.items():
                 values[f"{INCREMENTAL}.{key}"] = None if value is None else convert(value)
+            # The lag is a span, not a cursor value: as given, never converted (dlt formats
+            # the incremental's own attribute).
+            values[f"{INCREMENTAL}.lag"] = incremental.lag
             where = self.incremental_params
             if where is not None and where.start:
                 params[where.start] = values[f"{INCREMENTAL}.start_value"]
