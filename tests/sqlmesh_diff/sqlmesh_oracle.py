@@ -51,6 +51,7 @@ gateways:
       type: duckdb
       database: {database}
 default_gateway: local
+disable_anonymized_analytics: true
 model_defaults:
   dialect: duckdb
 """
