@@ -1,7 +1,8 @@
 """Developer sessions: `nox -s tests`, `nox -s lint`, `nox -s airflow`, `nox -s benchmark`,
 `nox -s property` (the property and fuzz tests with thousands of examples), `nox -s docs` (the
 documentation site, warnings as errors), `nox -s dlt_diff`
-(the same dlt scripts run by dlt and by sparkload, their tables compared), and
+(the same dlt scripts run by dlt and by sparkload, their tables compared), `nox -s sqlmesh_diff`
+(time intervals compared with SQLMesh's own scheduler), and
 the engine matrix: `nox -s spark` (JVM Spark + delta-spark), `nox -s connect` (a Sail Spark
 Connect server in another process), `nox -s cluster` (Sail's local-cluster mode), and
 `nox -s standalone` (an Apache Spark standalone cluster, tables in a bucket)."""
@@ -168,6 +169,17 @@ def dlt_diff(session: nox.Session) -> None:
     session.install("-e", ".[local,test]")
     session.run("python", "benchmarks/dlt_env.py", "--duckdb", "--templates")
     session.run("pytest", "tests/dlt_diff", "tests/dlt_templates", "--run-dlt-diff", *session.posargs)
+
+
+@nox.session
+def sqlmesh_diff(session: nox.Session) -> None:
+    """The time intervals of a generated grid of schedules (tests/sqlmesh_diff): each run by
+    SQLMesh's own scheduler on an INCREMENTAL_BY_TIME_RANGE model and by sparkload on the same
+    resource, the windows loaded run by run compared. SQLMesh gets a virtualenv of its own
+    (benchmarks/sqlmesh_env.py), installed here on first use and reused after."""
+    session.install("-e", ".[local,test]")
+    session.run("python", "benchmarks/sqlmesh_env.py")
+    session.run("pytest", "tests/sqlmesh_diff", "--run-sqlmesh-diff", *session.posargs)
 
 
 @nox.session

@@ -23,6 +23,7 @@ DLT_DIFF_TESTS = Path(__file__).parent / "dlt_diff"
 # dlt's own `dlt init` templates, run under dlt and under sparkload with the differential
 # harness's pieces (its runner and comparison, importable from here on).
 DLT_TEMPLATES_TESTS = Path(__file__).parent / "dlt_templates"
+SQLMESH_DIFF_TESTS = Path(__file__).parent / "sqlmesh_diff"
 if str(DLT_DIFF_TESTS) not in sys.path:
     sys.path.append(str(DLT_DIFF_TESTS))
 
@@ -47,6 +48,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--run-dlt-diff",
         action="store_true",
         help="run tests/dlt_diff, the cases compared with dlt itself (`nox -s dlt_diff`)",
+    )
+    parser.addoption(
+        "--run-sqlmesh-diff",
+        action="store_true",
+        help="run tests/sqlmesh_diff, time intervals compared with SQLMesh (`nox -s sqlmesh_diff`)",
     )
 
 
@@ -80,6 +86,10 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     under = (collection_path, *collection_path.parents)
     in_dlt_diff = DLT_DIFF_TESTS in under or DLT_TEMPLATES_TESTS in under
     if in_dlt_diff and not config.getoption("--run-dlt-diff"):
+        return True
+    # tests/sqlmesh_diff drives SQLMesh's scheduler in its own virtualenv: only with
+    # --run-sqlmesh-diff.
+    if SQLMESH_DIFF_TESTS in under and not config.getoption("--run-sqlmesh-diff"):
         return True
     return None
 
