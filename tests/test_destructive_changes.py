@@ -188,7 +188,8 @@ DAY = datetime.timedelta(days=1)
 
 
 def _ledger(pipeline: sl.Pipeline) -> Any:
-    return pipeline.state["sources"][pipeline.pipeline_name]["resources"]["daily"]["intervals"]
+    """The intervals committed (``pipeline.state`` is a waiting package's, as in dlt)."""
+    return pipeline.committed_state["sources"][pipeline.pipeline_name]["resources"]["daily"]["intervals"]
 
 
 def test_a_refused_interval_batch_records_no_interval(pipeline: sl.Pipeline) -> None:
