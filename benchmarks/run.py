@@ -5,7 +5,9 @@
                              [--repeat N] [--m1-rows N] [--m1s-rows N,N,...] [--s1-rows N]
                              [--skip-c1] [--q1-rows N] [--c1-columns N,N,...] [--dlt-s1-duckdb]
 
-W1: 1,000,000 nested rows merged on id, then 10,000 rows half overlapping (sparkload, dlt).
+W1: 1,000,000 nested rows merged on id, then 10,000 rows half overlapping (sparkload, dlt);
+    on a JVM Spark (SPARKLOAD_SPARK_MASTER) also the same work written by hand in PySpark
+    (pyspark_w1.py), the anchor sparkload's JVM path is measured against.
 W2: 10,000,000 W1 rows appended in one run, peak RSS (sparkload only).
 M1: 10,000,000 flat rows merged on id, then a timed merge of 10,000 rows, half updates and
     half inserts; reports how many of the table's files the merge rewrote (sparkload, dlt).
@@ -134,6 +136,17 @@ def run_w1(args: argparse.Namespace, table: Table) -> None:
             )
         table.add(f"W1 first load{suffix}", ours["first"], theirs.get("first"))
         table.add(f"W1 second load{suffix}", ours["second"], theirs.get("second"))
+        if os.environ.get("SPARKLOAD_SPARK_MASTER"):
+            # On a JVM Spark, the same work written by hand in PySpark is the anchor, run
+            # alternately with sparkload's.
+            hand, _ = _run(sys.executable, "pyspark_w1.py")
+            print(
+                f"W1 by hand in PySpark: first {hand['first']:.2f}s, second {hand['second']:.2f}s, "
+                f"rows {hand['rows']:,} (engine start {hand['engine_start']:.2f}s; sparkload's "
+                f"{ours['engine_start']:.2f}s)"
+            )
+            table.add(f"W1 first load, by hand in PySpark{suffix}", hand["first"], None)
+            table.add(f"W1 second load, by hand in PySpark{suffix}", hand["second"], None)
 
 
 def run_w2(args: argparse.Namespace, table: Table) -> None:

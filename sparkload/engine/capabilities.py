@@ -49,3 +49,10 @@ def reader_paths_are_globs(spark: Any) -> bool:
     ``{}[]*?`` match, a backslash escapes, ``%`` is a plain character) rather than as a URL
     whose ``%XX`` escapes are decoded (Sail)."""
     return is_apache_spark(spark)
+
+
+def merge_commits_carry_load_id(spark: Any) -> bool:
+    """Whether the engine's MERGE commits carry the session's
+    ``spark.databricks.delta.commitInfo.userMetadata`` (Delta on Apache Spark: yes; Sail 0.7
+    ignores it, and only the rows a MERGE inserts carry the load id there)."""
+    return is_apache_spark(spark)

@@ -21,6 +21,7 @@ from sparkload.common.hints import LoadHints
 from sparkload.common.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPackage
 from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.system_columns import LOAD_ID
+from sparkload.engine.capabilities import merge_commits_carry_load_id
 from sparkload.load import (
     creation,
     destructive,
@@ -40,7 +41,7 @@ from sparkload.load.merge_config import merge_config
 from sparkload.load.merge_family import MergeFamily
 from sparkload.load.retry import with_commit_retry
 from sparkload.load.schema_check import check_types
-from sparkload.load.table import DeltaTable
+from sparkload.load.table import NEWEST_COMMITS, DeltaTable
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.typed import typed_rows
 
@@ -327,12 +328,18 @@ class Loader:
             return False
         if disposition == "merge" and creation.lost_create_race(table, self.load_id, self.creates):
             return False  # its rows may stand beside another writer's: withdrawn and merged again
-        if table.committed_by(self.load_id) is not None:
+        tags = list(table.commit_tags())
+        if any(tag == self.load_id for _, tag in tags):
             return True
-        if disposition == "merge":
-            # MERGE commits carry no userMetadata on every engine; the rows they insert do.
-            return bool(table.read().where(F.col(LOAD_ID) == F.lit(self.load_id)).limit(1).count())
-        return False
+        if disposition != "merge":
+            return False
+        # Where MERGE commits carry the load id, the log answers, unless this load's commit
+        # may lie before the newest commits it tells (the table has more).
+        if merge_commits_carry_load_id(self.spark) and len(tags) < NEWEST_COMMITS:
+            return False
+        # Elsewhere MERGE commits carry no userMetadata; the rows they insert do.
+        logger.debug("looking for rows of load %s in table %s", self.load_id, table.shown)
+        return bool(table.read().where(F.col(LOAD_ID) == F.lit(self.load_id)).limit(1).count())
 
 
 def _locked(action: TableAction, table: DeltaTable) -> None:

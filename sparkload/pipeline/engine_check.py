@@ -6,11 +6,15 @@ pipeline's working folder and the manifests from the destination by path. When t
 paths mean nothing on the engine's side, every later error would blame the data ("primary
 key column id is not in the data"); a marker file written here and read there tells the
 two apart.
+
+A JVM on a ``local`` master is a part of this process: it sees every path the process
+does, and the check (a cold read job on the JVM) is not asked of it.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import uuid
 from typing import Any
@@ -30,6 +34,9 @@ def check_engine_sees(spark: Any, working_folder: str, other: tuple[str, str]) -
     with _lock:
         if key in _seen:
             return
+    if _in_this_process(spark):
+        return
+    logger.debug("checking that the engine reads files written in %s and %s", working_folder, other[1])
     token = uuid.uuid4().hex
     # No leading "_" or ".": engines skip such files as hidden, even when named directly.
     name = f"sparkload-engine-check-{token}.txt"
@@ -61,6 +68,18 @@ def check_engine_sees(spark: Any, working_folder: str, other: tuple[str, str]) -
             folder.remove(name)
     with _lock:
         _seen.add(key)
+
+
+def _in_this_process(spark: Any) -> bool:
+    """Whether ``spark`` is a classic session whose master is ``local`` or ``local[...]``
+    (a Spark Connect session, whatever its server's master, may be another machine's)."""
+    if "connect" in type(spark).__module__:
+        return False
+    try:
+        master = str(spark.sparkContext.master)
+    except Exception:
+        return False
+    return re.fullmatch(r"local(\[[^\]]*\])?", master) is not None
 
 
 def _write_marker(what: str, folder: Folder, name: str, token: str) -> None:

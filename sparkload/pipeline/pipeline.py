@@ -235,6 +235,8 @@ class Pipeline:
         self._state: dict[str, Any] | None = None
         # Whether _state was compared with the destination's since it was last read.
         self._state_synced = False
+        # The destination's state as last read, read again only after a commit to its table.
+        self._destination_state = state_store.DestinationState()
         # The trace this object last made, and the one its running method adds to.
         self._last_trace: PipelineTrace | None = None
         self._running_trace: PipelineTrace | None = None
@@ -333,7 +335,7 @@ class Pipeline:
         if self._state is None or not self._state_synced:
             local = state_store.read_local(self.working_dir)
             local_version = int(local["_state_version"]) if local else 0
-            remote = state_store.read_destination(
+            remote = self._destination_state.read(
                 self.destination_dataset, self.pipeline_name, known_version=local_version
             )
             if remote is None and local_version > 0:
@@ -846,9 +848,10 @@ class Pipeline:
         """Before a package's first commit: check that no other run loaded since it was
         extracted, then mark it started, so that from here on it is always finished. A
         package another run overtook is not marked: what overtook it is returned."""
-        committed = state_store.destination_version(
+        remote = self._destination_state.read(
             self.destination_dataset, self.pipeline_name, known_version=base_version
         )
+        committed = int(remote["_state_version"]) if remote else 0
         if committed == 0 and base_version > 0:
             # No run commits version 0 over a later one: the dataset is gone, not overtaken.
             raise DestinationStateMissingError(

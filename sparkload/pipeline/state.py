@@ -109,6 +109,7 @@ def read_destination(dataset: Dataset, pipeline_name: str, known_version: int = 
     table = dataset.table(STATE_TABLE)
     if not table.exists():
         return None
+    logger.debug("reading the state of pipeline %s from %s", pipeline_name, table.shown)
     rows = table.read().where(F.col("pipeline_name") == F.lit(pipeline_name))
 
     def newest(candidates: DataFrame) -> list[Row]:
@@ -118,6 +119,32 @@ def read_destination(dataset: Dataset, pipeline_name: str, known_version: int = 
     if not found:
         found = newest(rows)
     return loads_state(found[0]["state"]) if found else None
+
+
+class DestinationState:
+    """The newest state the destination holds for a pipeline, read with the engine again only
+    when the state table has a commit since the last read.
+
+    A run reads it before extracting and again before its first commit, to see whether
+    another run committed in between; a commit would be the state table's newest, so the
+    newest commit's version and tag, read from the table's log, tell without a second read
+    of its rows. The tag (``state:<load id>``, ``compact:state:<load id>``) keeps a table
+    made anew at the same version apart from the one read before.
+    """
+
+    def __init__(self) -> None:
+        self._seen: tuple[tuple[str, tuple[int, str | None] | None], dict[str, Any] | None] | None = None
+
+    def read(self, dataset: Dataset, pipeline_name: str, known_version: int = 0) -> dict[str, Any] | None:
+        table = dataset.table(STATE_TABLE)
+        # Taken before the rows: a commit landing in between makes the next read a new one.
+        newest = next(iter(table.commit_tags()), None) if table.exists() else None
+        key = (f"{table.shown}:{pipeline_name}", newest)
+        if self._seen is not None and self._seen[0] == key:
+            return copy.deepcopy(self._seen[1])
+        state = read_destination(dataset, pipeline_name, known_version)
+        self._seen = (key, copy.deepcopy(state))
+        return state
 
 
 def destination_version(dataset: Dataset, pipeline_name: str, known_version: int = 0) -> int:
@@ -137,7 +164,14 @@ def write_destination(dataset: Dataset, pipeline_name: str, state: dict[str, Any
         load_id,
         now(),
     )
-    df = dataset.spark.createDataFrame([row], _SCHEMA)
+    # One row of literals: a DataFrame made from local rows would start Python workers on
+    # a JVM Spark (a process per core) to read them.
+    df = dataset.spark.range(1).select(
+        *[
+            F.lit(value).cast(field.dataType).alias(field.name)
+            for value, field in zip(row, _SCHEMA.fields, strict=True)
+        ]
+    )
     table.write(df, "append", "state:" + load_id)
     # A file per version: this pipeline's rows are gathered into one now and then (the
     # lock keeps its other runs out; other pipelines' rows lie outside the predicate).

@@ -1,0 +1,101 @@
+"""W1 written by hand in PySpark with delta-spark: the anchor sparkload's JVM path is measured
+against (the job a Spark engineer would write for the same data, without sparkload).
+
+Each load: the rows as NDJSON (orjson) in the work folder, read by ``spark.read.json`` with
+the schema given, flattened into the root table and the tags exploded into a child table
+keyed by (id, pos). The first load writes both Delta tables; the second MERGEs the root on
+``id`` and replaces the tags of every id it carries (a MERGE on ``id`` that deletes them,
+then an append of the new ones).
+
+Prints one JSON line like sparkload_w1.py's: {"engine_start", "first", "second", "rows"}.
+The master is ``SPARKLOAD_SPARK_MASTER`` (``local[2]`` when unset), with the settings
+sparkload gives a local session (so the two differ only in what they run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+from workload import FIRST_LOAD, SECOND_LOAD, SECOND_START, w1_rows
+
+SCHEMA = "id BIGINT, user STRUCT<name: STRING, age: BIGINT>, amount DOUBLE, ts TIMESTAMP, tags ARRAY<STRING>"
+
+
+def start(master: str) -> Any:
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
+    cores = os.cpu_count() or 2
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("pyspark_w1")
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.shuffle.partitions", str(2 * cores))
+        .config("spark.databricks.delta.snapshotPartitions", str(cores))
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    spark = configure_spark_with_delta_pip(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def write_ndjson(path: Path, count: int, first: int) -> None:
+    with path.open("wb") as out:
+        for row in w1_rows(count, first):
+            out.write(orjson.dumps(row))
+            out.write(b"\n")
+
+
+def load(spark: Any, work: Path, label: str, count: int, first: int) -> None:
+    from pyspark.sql import functions as F
+
+    source = work / f"{label}.ndjson"
+    write_ndjson(source, count, first)
+    rows = spark.read.schema(SCHEMA).json(str(source))
+    root = rows.select(
+        "id",
+        F.col("user.name").alias("user__name"),
+        F.col("user.age").alias("user__age"),
+        "amount",
+        "ts",
+    )
+    tags = rows.select("id", F.posexplode("tags").alias("pos", "value"))
+    root_path, tags_path = str(work / "lake" / "w1"), str(work / "lake" / "w1__tags")
+    if label == "first":
+        root.write.format("delta").mode("overwrite").save(root_path)
+        tags.write.format("delta").mode("overwrite").save(tags_path)
+        return
+    root.createOrReplaceTempView("w1_source")
+    tags.createOrReplaceTempView("w1_tags_source")
+    spark.sql(
+        f"MERGE INTO delta.`{root_path}` AS t USING w1_source AS s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    spark.sql(
+        f"MERGE INTO delta.`{tags_path}` AS t USING (SELECT DISTINCT id FROM w1_source) AS s "
+        "ON t.id = s.id WHEN MATCHED THEN DELETE"
+    )
+    tags.write.format("delta").mode("append").save(tags_path)
+
+
+def main(work: Path) -> None:
+    started = time.perf_counter()
+    spark = start(os.environ.get("SPARKLOAD_SPARK_MASTER") or "local[2]")
+    timings = {"engine_start": time.perf_counter() - started}
+    for label, count, first in (("first", FIRST_LOAD, 0), ("second", SECOND_LOAD, SECOND_START)):
+        started = time.perf_counter()
+        load(spark, work, label, count, first)
+        timings[label] = time.perf_counter() - started
+    timings["rows"] = spark.read.format("delta").load(str(work / "lake" / "w1")).count()
+    print(json.dumps(timings))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
