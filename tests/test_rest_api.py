@@ -211,6 +211,27 @@ def test_the_incremental_lag_is_a_placeholder_as_in_dlt(api: FakeAPI, pipeline: 
     assert (asked["since"], asked["window"]) == ("2024-01-01T00:00:00Z", "3600")
 
 
+def test_an_unknown_incremental_placeholder_is_refused_naming_it(api: FakeAPI, pipeline: sl.Pipeline) -> None:
+    config: dict[str, Any] = {
+        "client": {"base_url": api.url},
+        "resources": [
+            {
+                "name": "issues",
+                "endpoint": {
+                    "path": "issues",
+                    "params": {"since": "{incremental.start_vale}"},
+                    "incremental": {"cursor_path": "updated_at", "initial_value": "2024-01-01T00:00:00Z"},
+                },
+            }
+        ],
+    }
+    with pytest.raises(
+        sl.ConfigValueError, match=r"'issues' has the placeholder '\{incremental.start_vale\}'"
+    ):
+        rest_api_source(config)
+    assert api.asked("/issues") == []
+
+
 def test_429_and_503_flaps_are_retried_within_a_run(api: FakeAPI, pipeline: sl.Pipeline) -> None:
     IssuesAPI(api, 12)
     api.fail_next("/issues", 503, 429, 502)

@@ -10,6 +10,8 @@ from typing import Any
 
 RESOURCES = "resources"
 INCREMENTAL = "incremental"
+# The incremental's values a placeholder may name (``{incremental.start_value}``).
+INCREMENTAL_VALUES = ("initial_value", "start_value", "last_value", "end_value", "lag")
 
 
 class _WholeKeyFormatter(string.Formatter):

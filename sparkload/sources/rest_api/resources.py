@@ -20,7 +20,13 @@ from sparkload.sources.helpers.rest_client.jsonpath import find_values
 from sparkload.sources.helpers.rest_client.paginators import BasePaginator
 from sparkload.sources.rest_api.config_check import INCREMENTAL_ARGS
 from sparkload.sources.rest_api.factories import create_auth, create_paginator, response_hooks
-from sparkload.sources.rest_api.placeholders import INCREMENTAL, RESOURCES, expand, fields_in
+from sparkload.sources.rest_api.placeholders import (
+    INCREMENTAL,
+    INCREMENTAL_VALUES,
+    RESOURCES,
+    expand,
+    fields_in,
+)
 
 HINT_KEYS = ("write_disposition", "primary_key", "merge_key", "table_name", "max_table_nesting", "columns")
 
@@ -182,6 +188,12 @@ def _parent_fields(endpoint: Endpoint) -> list[ParentField]:
                     key=f"{endpoint.where}.endpoint",
                 )
             found.append(ParentField(name, parts[1], parts[2]))
+        elif parts[0] == INCREMENTAL and name.partition(".")[2] not in INCREMENTAL_VALUES:
+            raise ConfigValueError(
+                f"rest_api config: resource '{endpoint.name}' has the placeholder '{{{name}}}', but "
+                f"the incremental's values are {', '.join(INCREMENTAL_VALUES)}",
+                key=f"{endpoint.where}.endpoint",
+            )
     return found
 
 
