@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import free_port
 
 ENGINES = ("embedded", "spark", "connect", "cluster", "spark-connect")
 # Engines that are a server in another process, reached by an sc:// URL.
@@ -105,12 +106,6 @@ def stop() -> None:
         process.terminate()
         process.wait(timeout=30)
     _server.clear()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def sail_command() -> list[str]:

@@ -12,12 +12,13 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from servers import free_port, install_on_ci
 
 DATABASE = "sparkload_test"
 USER = "postgres"
@@ -30,20 +31,6 @@ def _bin_dir() -> Path | None:
         return Path(versions[-1]).parent
     found = shutil.which("initdb")
     return Path(found).resolve().parent if found else None
-
-
-def _install_on_ci() -> None:
-    if os.geteuid() != 0 or not os.environ.get("CI") or not shutil.which("apt-get"):
-        return
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update"], check=False, env=env, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", "postgresql"], check=False, env=env, capture_output=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _as_server_user(command: list[str]) -> list[str]:
@@ -65,7 +52,7 @@ def postgres_server() -> Iterator[str]:
     """The SQLAlchemy URL of a running server's test database, for as long as it runs."""
     bin_dir = _bin_dir()
     if bin_dir is None:
-        _install_on_ci()
+        install_on_ci("postgresql")
         bin_dir = _bin_dir()
     if bin_dir is None:
         raise Unavailable("PostgreSQL's initdb is not installed (apt-get install postgresql)")
@@ -75,7 +62,7 @@ def postgres_server() -> Iterator[str]:
         _as_server_user(["true"])  # creates the user when missing
         shutil.chown(root, USER)
         root.chmod(0o700)
-    port = _free_port()
+    port = free_port()
 
     def run(*command: str) -> None:
         done = subprocess.run(_as_server_user(list(command)), capture_output=True, text=True)

@@ -14,7 +14,6 @@ import dataclasses
 import itertools
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from servers import free_port, stop
 
 HOST = "127.0.0.1"
 ACCESS_KEY = "sparkload-test-key"
@@ -83,12 +83,6 @@ class S3Bucket:
         return [element.text or "" for element in listing.iter() if element.tag.endswith("}Key")]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
 def _wait_until_answering(endpoint: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -111,7 +105,7 @@ def _running_moto(
     executable = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
     if not Path(executable).exists():
         pytest.fail("moto_server is not installed: pip install 'sparkload[test]' (moto[server])")
-    port = _free_port() if port is None else port
+    port = free_port(HOST) if port is None else port
     endpoint = f"http://{HOST}:{port}"
     log_path = log_folder / "moto_server.log"
     log = log_path.open("wb")
@@ -125,12 +119,7 @@ def _running_moto(
         _wait_until_answering(endpoint, process)
         yield S3Server(endpoint, log_path)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         log.close()
 
 

@@ -14,7 +14,6 @@ the ``mysql`` OS user its package creates. Where no MariaDB is installed, a fres
 from __future__ import annotations
 
 import datetime
-import os
 import random
 import shutil
 import subprocess
@@ -27,6 +26,7 @@ from typing import Any
 
 import pymysql
 from netns import Namespace, Unavailable, isolated_network
+from servers import install_on_ci, stop
 
 HOST = "mysql-rfam-public.ebi.ac.uk"
 PORT = 4497
@@ -167,14 +167,6 @@ def _programs() -> tuple[str, str] | None:
     return server, install_db
 
 
-def _install_on_ci() -> None:
-    if os.geteuid() != 0 or not os.environ.get("CI") or not shutil.which("apt-get"):
-        return
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update"], check=False, env=env, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", "mariadb-server"], check=False, env=env, capture_output=True)
-
-
 def _connect(socket: Path, deadline: float, server: subprocess.Popen[bytes], log: Path) -> Any:
     """root's connection through the Unix socket (MariaDB lets the OS user root in as root)."""
     while True:
@@ -205,7 +197,7 @@ def rfam_namespace() -> Iterator[Namespace]:
         with isolated_network((HOST,), root) as namespace:
             programs = _programs()
             if programs is None:
-                _install_on_ci()
+                install_on_ci("mariadb-server")
                 programs = _programs()
             if programs is None:
                 raise Unavailable("MariaDB is not installed (apt-get install mariadb-server)")
@@ -244,11 +236,6 @@ def rfam_namespace() -> Iterator[Namespace]:
                     load(connection)
                 yield namespace
             finally:
-                server.terminate()
-                try:
-                    server.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    server.kill()
-                    server.wait()
+                stop(server, grace=30)
     finally:
         shutil.rmtree(root, ignore_errors=True)
