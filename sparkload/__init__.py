@@ -45,6 +45,7 @@ from sparkload.pipeline import progress  # dlt's dlt.progress.tqdm(...) / .log(.
 from sparkload.pipeline.attach import attach
 from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.pipeline import Pipeline, pipeline
+from sparkload.pipeline.plan import Plan
 
 # dlt's ``dlt.sources.incremental``, also reachable as ``sl.incremental``.
 incremental = Incremental
@@ -73,6 +74,7 @@ __all__ = [
     "OvertakenPackageError",
     "PaginatorLoopError",
     "Pipeline",
+    "Plan",
     "PipelineLockedError",
     "PipelineStepFailed",
     "PlanOutdatedError",

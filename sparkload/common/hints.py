@@ -11,15 +11,47 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypedDict, get_args
+
+from typing_extensions import Required
 
 from sparkload.common.expectations import Expectation
 from sparkload.common.time import as_utc
 from sparkload.exceptions import ResourceError
 
-DISPOSITIONS = ("append", "replace", "merge")
-MERGE_STRATEGIES = ("delete-insert", "upsert", "insert-only", "scd2", "time-range")
+# The names a type checker holds a user's hints to (dlt's TWriteDisposition and
+# TLoaderMergeStrategy); the tuples below, which the checks at run time use, are read from them.
+TWriteDisposition = Literal["append", "replace", "merge"]
+TMergeStrategy = Literal["delete-insert", "upsert", "insert-only", "scd2", "time-range"]
+DISPOSITIONS: tuple[str, ...] = get_args(TWriteDisposition)
+MERGE_STRATEGIES: tuple[str, ...] = get_args(TMergeStrategy)
+
+
+class TWriteDispositionDict(TypedDict, total=False):
+    """The dict form of a write disposition, as dlt's ``TMergeDispositionDict``: the
+    disposition, a merge strategy and the options of that strategy (``MERGE_OPTIONS``)."""
+
+    disposition: Required[TWriteDisposition]
+    strategy: TMergeStrategy
+    deduplicated: bool
+    sequence_by: str
+    validity_column_names: Sequence[str]
+    active_record_timestamp: Any
+    boundary_timestamp: Any
+    row_version_column_name: str
+    updated_at_name: str
+    updated_at_as_valid_from: bool
+    columns: Sequence[str] | Literal["*"]
+    execution_time_as_valid_from: bool
+    invalidate_hard_deletes: bool
+    valid_from_name: str
+    valid_to_name: str
+
+
+# A write disposition as a user gives it.
+TWriteDispositionConfig = TWriteDisposition | TWriteDispositionDict
+
 # Options of the dict form of a merge write disposition, by the strategies that take them.
 SCD2_OPTIONS = (
     # dlt's names

@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, overload
 
-from typing_extensions import Unpack
+from typing_extensions import ParamSpec, Unpack
 
 from sparkload.common import context
 from sparkload.common.dlt_arguments import RESOURCE, SOURCE, TRANSFORMER, refuse_dlt_arguments
-from sparkload.common.hints import schema_contract_settings
+from sparkload.common.hints import TWriteDispositionDict, schema_contract_settings
 from sparkload.config import bind_config, module_section
 from sparkload.exceptions import ResourceError
 from sparkload.extract.hints import ResourceHintArgs, TableHints, refuse_unknown_hints
@@ -20,7 +20,42 @@ from sparkload.extract.intervals import declared_intervals
 from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
 
-TIME_RANGE = {"disposition": "merge", "strategy": "time-range"}
+P = ParamSpec("P")
+# What ``@sl.resource(name=...)`` and ``@sl.transformer(data_from=...)`` return: the
+# decorator that makes the resource.
+ResourceDecorator = Callable[[Callable[..., Any]], Resource]
+
+TIME_RANGE: TWriteDispositionDict = {"disposition": "merge", "strategy": "time-range"}
+
+
+@overload
+def resource(
+    data: None = None,
+    /,
+    name: str | None = None,
+    *,
+    selected: bool = True,
+    parallelized: bool = False,
+    tags: Any = (),
+    disable_restatement: bool | None = None,
+    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+    **hints: Unpack[ResourceHintArgs],
+) -> ResourceDecorator: ...
+
+
+@overload
+def resource(
+    data: Any,
+    /,
+    name: str | None = None,
+    *,
+    selected: bool = True,
+    parallelized: bool = False,
+    tags: Any = (),
+    disable_restatement: bool | None = None,
+    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+    **hints: Unpack[ResourceHintArgs],
+) -> Resource: ...
 
 
 def resource(
@@ -34,7 +69,7 @@ def resource(
     disable_restatement: bool | None = None,
     incremental: Incremental[Any] | Mapping[str, Any] | None = None,
     **hints: Unpack[ResourceHintArgs],
-) -> Any:
+) -> Resource | ResourceDecorator:
     """Make a resource of a generator function (as a decorator) or of data (called);
     ``incremental`` is the resource's incremental, as with ``apply_hints``.
 
@@ -82,6 +117,38 @@ def resource(
     return wrap(data)
 
 
+@overload
+def transformer(
+    f: None = None,
+    /,
+    data_from: Resource | None = None,
+    name: str | None = None,
+    *,
+    selected: bool = True,
+    parallelized: bool = False,
+    tags: Any = (),
+    disable_restatement: bool | None = None,
+    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+    **hints: Unpack[ResourceHintArgs],
+) -> ResourceDecorator: ...
+
+
+@overload
+def transformer(
+    f: Callable[..., Any],
+    /,
+    data_from: Resource | None = None,
+    name: str | None = None,
+    *,
+    selected: bool = True,
+    parallelized: bool = False,
+    tags: Any = (),
+    disable_restatement: bool | None = None,
+    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+    **hints: Unpack[ResourceHintArgs],
+) -> Resource: ...
+
+
 def transformer(
     f: Callable[..., Any] | None = None,
     /,
@@ -94,7 +161,7 @@ def transformer(
     disable_restatement: bool | None = None,
     incremental: Incremental[Any] | Mapping[str, Any] | None = None,
     **hints: Unpack[ResourceHintArgs],
-) -> Any:
+) -> Resource | ResourceDecorator:
     """A resource fed by another resource's items: ``fn(item, *args)`` yields new items."""
     refuse_unknown_hints(hints, ResourceHintArgs.__optional_keys__, TRANSFORMER)
 
@@ -117,6 +184,32 @@ def transformer(
     return wrap(f)
 
 
+@overload
+def source(
+    func: None = None,
+    /,
+    name: str | None = None,
+    max_table_nesting: int | None = None,
+    root_key: bool = False,
+    parallelized: bool = False,
+    schema_contract: str | Mapping[str, str] | None = None,
+    **dlt_arguments: Any,
+) -> Callable[[Callable[P, Any]], Callable[P, Source]]: ...
+
+
+@overload
+def source(
+    func: Callable[P, Any],
+    /,
+    name: str | None = None,
+    max_table_nesting: int | None = None,
+    root_key: bool = False,
+    parallelized: bool = False,
+    schema_contract: str | Mapping[str, str] | None = None,
+    **dlt_arguments: Any,
+) -> Callable[P, Source]: ...
+
+
 def source(
     func: Callable[..., Any] | None = None,
     /,
@@ -126,7 +219,7 @@ def source(
     parallelized: bool = False,
     schema_contract: str | Mapping[str, str] | None = None,
     **dlt_arguments: Any,
-) -> Any:
+) -> Callable[..., Source] | Callable[[Callable[..., Any]], Callable[..., Source]]:
     """Make a source function: calling it returns a Source of the resources it returns;
     ``parallelized`` parallelizes each of them, as in dlt. A keyword of dlt's that sparkload
     does not implement is refused by name (``sparkload.common.dlt_arguments``).

@@ -11,6 +11,7 @@ from sparkload.common.expectations import Expectation, check_on_violation, parse
 from sparkload.common.hints import (
     DATA_TYPES,
     DESTRUCTIVE_CHANGE_POLICIES,
+    TWriteDispositionConfig,
     WriteDisposition,
     schema_contract_settings,
 )
@@ -302,7 +303,7 @@ class TableHintArgs(TypedDict, total=False):
     resource of the data they are given, with dlt's names. A hint left out, or None, leaves
     each resource's own."""
 
-    write_disposition: str | Mapping[str, Any] | None
+    write_disposition: TWriteDispositionConfig | None
     """How rows land: ``"append"``, ``"replace"``, ``"merge"``, or a dict such as
     ``{"disposition": "merge", "strategy": "scd2", ...}`` with a strategy and its options."""
 

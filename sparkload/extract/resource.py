@@ -13,6 +13,7 @@ from typing import Any
 from typing_extensions import Unpack
 
 from sparkload.common import context
+from sparkload.common.hints import TWriteDispositionConfig
 from sparkload.config import ConfigBoundArguments, bind_config, module_section
 from sparkload.exceptions import ResourceError, SparkloadError
 from sparkload.extract.defer import is_deferred, result_pages
@@ -102,7 +103,7 @@ class Resource:
         return self.hints.write_disposition.as_given()
 
     @write_disposition.setter
-    def write_disposition(self, value: str | Mapping[str, Any]) -> None:
+    def write_disposition(self, value: TWriteDispositionConfig) -> None:
         self.apply_hints(write_disposition=value)
 
     def compute_table_schema(self, item: Any = None, meta: Any = None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from typing_extensions import Unpack
 
@@ -88,6 +88,9 @@ from sparkload.pipeline.sql_client import SqlClient
 from sparkload.pipeline.step import pipeline_step
 from sparkload.pipeline.trace import PipelineTrace
 from sparkload.pipeline.trace_file import read_trace, save_trace
+
+if TYPE_CHECKING:  # pyspark comes with the engine extra the user installs
+    from pyspark.sql import DataFrame, SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -260,7 +263,7 @@ class Pipeline:
 
     # -- properties ---------------------------------------------------------------------------
     @property
-    def spark(self) -> Any:
+    def spark(self) -> SparkSession:
         """The SparkSession this pipeline runs on (the embedded engine starts on first use)."""
         if self._spark is None:
             spark = resolve_spark(self._spark_arg)
@@ -388,7 +391,7 @@ class Pipeline:
         """dlt's ``pipeline.schemas`` by name: the one schema, once the pipeline has one."""
         return {self.pipeline_name: self.default_schema} if self.default_schema_name else {}
 
-    def table(self, name: str) -> Any:
+    def table(self, name: str) -> DataFrame:
         """A destination table as a PySpark DataFrame: ``name`` as the resource gave it, or a
         nested table's ``parent__child`` path, normalized as the load names tables."""
         table = self.destination_dataset.table(normalize_column_path(name))
