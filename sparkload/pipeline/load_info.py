@@ -4,15 +4,57 @@ through by data-quality rules) and the step timings."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Literal
 
 from sparkload.common.expectations import name_of_reason
 from sparkload.pipeline import html_tables
 
 # What became of rows a rule counted (``NormalizedTable.dropped`` and ``.warned``).
-DROPPED = "dropped"
-WARNED = "warned"
+DROPPED: Literal["dropped"] = "dropped"
+WARNED: Literal["warned"] = "warned"
+
+
+class _Record(Mapping[str, Any]):
+    """A typed entry that scripts may still read as the dict it used to be
+    (``entry["rows"]``, ``dict(entry)``, ``entry == {...}``)."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def _keys(self) -> tuple[str, ...]:
+        return tuple(field.name for field in dataclasses.fields(self))  # type: ignore[arg-type]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LoadedTable(_Record):
+    """One table's commit by one package of the run."""
+
+    table: str
+    rows: int
+    version: int | None  # the table's Delta version after the commit
+    disposition: str
+    load_id: str
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RowsByReason(_Record):
+    """Rows of one table and package that a rule left out (``dropped``) or let through with a
+    warning (``warned``)."""
+
+    load_id: str
+    table: str
+    reason: str
+    outcome: Literal["dropped", "warned"]
+    rows: int
 
 
 @dataclasses.dataclass
@@ -36,11 +78,11 @@ class LoadInfo:
     pipeline_name: str
     dataset_uri: str
     load_id: str | None
-    tables: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    tables: list[LoadedTable] = dataclasses.field(default_factory=list)
     timings: list[StepTiming] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     loads_ids: list[str] = dataclasses.field(default_factory=list)
-    rows_by_reason: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    rows_by_reason: list[RowsByReason] = dataclasses.field(default_factory=list)
 
     def followed_by(self, later: LoadInfo) -> LoadInfo:
         """This info and that of a package loaded after it in the same run. Timings come
@@ -63,13 +105,13 @@ class LoadInfo:
         """Rows per table, over every package of the run."""
         counts: dict[str, int] = {}
         for t in self.tables:
-            counts[t["table"]] = counts.get(t["table"], 0) + t["rows"]
+            counts[t.table] = counts.get(t.table, 0) + t.rows
         return counts
 
     @property
     def versions(self) -> dict[str, int | None]:
         """Each table's Delta version after the run (the last package's commit)."""
-        return {t["table"]: t["version"] for t in self.tables}
+        return {t.table: t.version for t in self.tables}
 
     @property
     def dropped_rows(self) -> dict[str, dict[str, int]]:
@@ -89,16 +131,16 @@ class LoadInfo:
         expectation). Expectations no row broke are not listed."""
         out: dict[str, dict[str, dict[str, int]]] = {}
         for entry in self.rows_by_reason:
-            name = name_of_reason(entry["reason"])
+            name = name_of_reason(entry.reason)
             if name is None:
                 continue
-            counts = out.setdefault(entry["table"], {}).setdefault(name, {})
-            counts[entry["outcome"]] = counts.get(entry["outcome"], 0) + entry["rows"]
+            counts = out.setdefault(entry.table, {}).setdefault(name, {})
+            counts[entry.outcome] = counts.get(entry.outcome, 0) + entry.rows
         return out
 
     @property
     def has_data(self) -> bool:
-        return any(t["rows"] for t in self.tables)
+        return any(t.rows for t in self.tables)
 
     def timing(self, step: str) -> float:
         return sum(t.seconds for t in self.timings if t.step == step)
@@ -114,6 +156,8 @@ class LoadInfo:
         """The info ``to_dict`` gave, as a saved trace holds it."""
         values = dict(data)
         values["timings"] = [StepTiming(**timing) for timing in data.get("timings", [])]
+        values["tables"] = [LoadedTable(**table) for table in data.get("tables", [])]
+        values["rows_by_reason"] = [RowsByReason(**entry) for entry in data.get("rows_by_reason", [])]
         return cls(**values)
 
     def _repr_html_(self) -> str:
@@ -133,14 +177,12 @@ class LoadInfo:
             else f"{len(self.loads_ids)} loads {self.loads_ids[0]} … {self.load_id}"
         )
         lines = [f"Pipeline {self.pipeline_name} {loads} into {self.dataset_uri}"]
-        last = {t["table"]: t for t in self.tables}
+        last = {t.table: t for t in self.tables}
         counts = self.row_counts
         width = max((len(name) for name in last), default=5)
         for name, t in last.items():
-            version = "-" if t["version"] is None else t["version"]
-            lines.append(
-                f"  {name:<{width}}  {counts[name]:>10,} rows  {t['disposition']:<8} version {version}"
-            )
+            version = "-" if t.version is None else t.version
+            lines.append(f"  {name:<{width}}  {counts[name]:>10,} rows  {t.disposition:<8} version {version}")
         steps = ", ".join(f"{t.step} {t.seconds:.2f}s" for t in self.timings)
         if steps:
             lines.append(f"  took {steps}")
@@ -157,10 +199,10 @@ class LoadInfo:
         return "\n".join(lines)
 
 
-def rows_by_reason_of(load_id: str, tables: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def rows_by_reason_of(load_id: str, tables: Iterable[Mapping[str, Any]]) -> list[RowsByReason]:
     """The LoadInfo entries of a package's normalized tables (as its manifest holds them)."""
     return [
-        {"load_id": load_id, "table": table["name"], "reason": reason, "outcome": outcome, "rows": rows}
+        RowsByReason(load_id, table["name"], reason, outcome, rows)
         for table in tables
         for outcome in (DROPPED, WARNED)
         for reason, rows in (table.get(outcome) or {}).items()
@@ -168,11 +210,11 @@ def rows_by_reason_of(load_id: str, tables: Iterable[Mapping[str, Any]]) -> list
     ]
 
 
-def _sum_by_reason(entries: Iterable[Mapping[str, Any]], outcome: str) -> dict[str, dict[str, int]]:
+def _sum_by_reason(entries: Iterable[RowsByReason], outcome: str) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for entry in entries:
-        if entry["outcome"] != outcome:
+        if entry.outcome != outcome:
             continue
-        by_reason = out.setdefault(entry["table"], {})
-        by_reason[entry["reason"]] = by_reason.get(entry["reason"], 0) + entry["rows"]
+        by_reason = out.setdefault(entry.table, {})
+        by_reason[entry.reason] = by_reason.get(entry.reason, 0) + entry.rows
     return out

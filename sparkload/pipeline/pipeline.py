@@ -79,7 +79,7 @@ from sparkload.pipeline.drop import (
 )
 from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_jobs import extract_jobs
-from sparkload.pipeline.load_info import LoadInfo, rows_by_reason_of
+from sparkload.pipeline.load_info import LoadedTable, LoadInfo, rows_by_reason_of
 from sparkload.pipeline.lock import RunLock
 from sparkload.pipeline.logs import apply_log_level
 from sparkload.pipeline.plan import Plan, make_plan
@@ -803,7 +803,7 @@ class Pipeline:
                 self.pipeline_name,
                 self.dataset_uri,
                 package.load_id,
-                [{**entry.to_dict(), "load_id": package.load_id} for entry in loads],
+                [LoadedTable(**entry.to_dict(), load_id=package.load_id) for entry in loads],
                 list(trace.timings),
                 [
                     f"table '{table['name']}': column name collision resolved: {note}"
