@@ -13,6 +13,8 @@ from sparkload.pipeline import html_tables
 # What became of rows a rule counted (``NormalizedTable.dropped`` and ``.warned``).
 DROPPED: Literal["dropped"] = "dropped"
 WARNED: Literal["warned"] = "warned"
+# The columns of a LoadInfo's table entries in its HTML, in the order shown.
+LOAD_COLUMNS = ("table", "rows", "disposition", "version", "load_id")
 
 
 class _Record(Mapping[str, Any]):
@@ -161,7 +163,7 @@ class LoadInfo:
         return cls(**values)
 
     def _repr_html_(self) -> str:
-        return html_tables.load_info_html(self)
+        return load_info_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         # IPython's plain-text display (a terminal, a notebook's text/plain): the short text,
@@ -218,3 +220,54 @@ def _sum_by_reason(entries: Iterable[RowsByReason], outcome: str) -> dict[str, d
         by_reason = out.setdefault(entry.table, {})
         by_reason[entry.reason] = by_reason.get(entry.reason, 0) + entry.rows
     return out
+
+
+# -- HTML ----------------------------------------------------------------------------------
+def load_info_html(info: LoadInfo) -> str:
+    """The pipeline, dataset and load ids, then one row per table and package loaded, the
+    rows rules dropped or warned of, and the notes."""
+    summary: list[tuple[str, Any]] = [("pipeline", info.pipeline_name)]
+    summary += load_summary(info)
+    if info.timings:
+        summary.append(("took", [f"{t.step} {t.seconds:.2f}s" for t in info.timings]))
+    return html_tables.block([html_tables.fields(summary), *load_details(info)])
+
+
+def load_summary(info: LoadInfo) -> list[tuple[str, Any]]:
+    return [
+        ("dataset", info.dataset_uri),
+        ("load ids", list(info.loads_ids) if info.loads_ids else "nothing loaded"),
+    ]
+
+
+def load_details(info: LoadInfo) -> list[str]:
+    """The tables loaded, the rows rules dropped or warned of, and the notes."""
+    parts = []
+    if info.tables:
+        columns = list(LOAD_COLUMNS)
+        if len(info.loads_ids) <= 1:
+            columns.remove("load_id")  # the summary names the one load
+        columns += [key for entry in info.tables for key in entry if key not in LOAD_COLUMNS]
+        columns = list(dict.fromkeys(columns))
+        parts.append(
+            html_tables.table(
+                [html_tables.HEADERS.get(c, c) for c in columns],
+                ([entry.get(c) for c in columns] for entry in info.tables),
+                "Tables",
+            )
+        )
+    by_reason = [
+        (name, reason, outcome, rows)
+        for outcome, counts in (("dropped", info.dropped_rows), ("warned", info.warned_rows))
+        for name, reasons in counts.items()
+        for reason, rows in reasons.items()
+    ]
+    if by_reason:
+        parts.append(
+            html_tables.table(
+                ("table", "reason", "outcome", "rows"), by_reason, "Rows dropped or loaded with a warning"
+            )
+        )
+    if info.notes:
+        parts.append(html_tables.table(None, ([note] for note in info.notes), "Notes"))
+    return parts

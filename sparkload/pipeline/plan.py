@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from sparkload.pipeline.pipeline import Pipeline
 
 _TINY = datetime.timedelta(microseconds=1)
+# Tables in the order the plan's text lists them.
+STATUS_ORDER = {"added": 0, "changed": 1, "unchanged": 2}
 
 
 @dataclasses.dataclass
@@ -126,17 +128,14 @@ class Plan:
         return pipeline.run(**self._run, execution_time=self.execution_time)
 
     def _repr_html_(self) -> str:
-        return html_tables.plan_html(self)
+        return plan_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))  # IPython's plain-text display: the plan's text
 
     def __str__(self) -> str:
         lines = [f"Plan for pipeline `{self.pipeline_name}` against {self.dataset_uri}:"]
-        groups = {
-            status: [t for t in self.tables if t.status == status]
-            for status in ("added", "changed", "unchanged")
-        }
+        groups = {status: [t for t in self.tables if t.status == status] for status in STATUS_ORDER}
         lines += _tree(
             "Tables:",
             [
@@ -365,3 +364,70 @@ def _tree(title: str, items: list[tuple[str, list[str]]]) -> list[str]:
                 ("    " if last else "│   ") + ("└── " if j == len(children) - 1 else "├── ") + child
             )
     return lines
+
+
+# -- HTML --------------------------------------------------------------------------------------
+def plan_html(plan: Plan) -> str:
+    """The tables with their status and changes, the intervals to run, restated and ignored
+    resources and where the incremental cursors start."""
+    summary: list[tuple[str, Any]] = [
+        ("pipeline", plan.pipeline_name),
+        ("dataset", plan.dataset_uri),
+        ("execution time", plan.execution_time),
+    ]
+    if plan.extracted:
+        summary.append(("extracted packages", list(plan.extracted)))
+    if not plan.has_changes:
+        summary.append(("changes", "none: nothing to load"))
+    parts = [html_tables.fields(summary)]
+    if plan.tables:
+        parts.append(
+            html_tables.table(
+                ("table", "resource", "status", "disposition", "changes"),
+                (
+                    (t.table, t.resource, t.status, t.disposition, _table_changes(t))
+                    for t in sorted(plan.tables, key=lambda t: STATUS_ORDER.get(t.status, 3))
+                ),
+                "Tables",
+            )
+        )
+    if plan.intervals:
+        parts.append(
+            html_tables.table(
+                ("resource", "missing", "batches", "restated"),
+                (_interval_row(i) for i in plan.intervals),
+                "Intervals to run",
+            )
+        )
+    if plan.ignored:
+        parts.append(
+            html_tables.table(
+                ("resource", "expected start"),
+                ((name, start or "no start: restate without start=") for name, start in plan.ignored.items()),
+                "Ignored resources",
+            )
+        )
+    if plan.incrementals:
+        parts.append(
+            html_tables.table(
+                ("cursor", "starts at"),
+                ((name, repr(value)) for name, value in plan.incrementals.items()),
+                "Incremental cursors",
+            )
+        )
+    return html_tables.block(parts)
+
+
+def _table_changes(table_plan: TablePlan) -> list[str]:
+    changes = [f"+ {column} {dtype}" for column, dtype in table_plan.added_columns.items()]
+    changes += [
+        f"~ {c.column} {c.old} → {c.new}" + (" (destructive)" if c.destructive else "")
+        for c in table_plan.type_changes
+    ]
+    return changes
+
+
+def _interval_row(interval: IntervalPlan) -> tuple[Any, ...]:
+    missing = [f"{start} – {end}" for start, end in interval.missing] or "none"
+    restated = f"{interval.restated[0]} – {interval.restated[1]}" if interval.restated else None
+    return interval.resource, missing, interval.batches, restated

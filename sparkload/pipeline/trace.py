@@ -17,11 +17,13 @@ from typing import Any
 from sparkload.config.resolved import redact_strings, redact_text, resolved_names
 from sparkload.exceptions import PipelineStepFailed
 from sparkload.pipeline import html_tables
-from sparkload.pipeline.load_info import LoadInfo, StepTiming
+from sparkload.pipeline.load_info import LoadInfo, StepTiming, load_details, load_summary
 
 OK = "ok"
 FAILED = "failed"
 RUNNING = "running"  # a trace on disk whose run never finished (the process was killed)
+# The attributes of a trace's steps (TraceStep) shown as columns of its HTML, in order.
+STEP_COLUMNS = ("step", "load_id", "status", "seconds")
 
 
 def utc_now() -> datetime.datetime:
@@ -216,7 +218,7 @@ class PipelineTrace:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        return html_tables.trace_html(self)
+        return trace_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))  # IPython's plain-text display: one line per step
@@ -272,3 +274,33 @@ def _iso(moment: datetime.datetime | None) -> str | None:
 
 def _parse(text: str | None) -> datetime.datetime | None:
     return datetime.datetime.fromisoformat(text) if text else None
+
+
+# -- HTML -----------------------------------------------------------------------------
+def trace_html(trace: PipelineTrace) -> str:
+    """The run's status and time, its steps with their status and seconds, the error that
+    ended it, then what the last load loaded."""
+    summary: list[tuple[str, Any]] = [
+        ("pipeline", trace.pipeline_name),
+        ("status", trace.status),
+        ("started", trace.started_at),
+        ("seconds", trace.seconds),
+    ]
+    if trace.last_load_info is not None:
+        summary += load_summary(trace.last_load_info)
+    parts = [html_tables.fields(summary)]
+    if trace.steps:
+        parts.append(
+            html_tables.table(
+                [html_tables.HEADERS.get(c, c) for c in STEP_COLUMNS],
+                ([getattr(step, column, None) for column in STEP_COLUMNS] for step in trace.steps),
+                "Steps",
+            )
+        )
+    if trace.error is not None:
+        error = trace.error
+        where = f"Error in step {error.step}" if error.step else "Error"
+        parts.append(html_tables.table(None, [[f"{error.type}: {error.message}"]], where))
+    if trace.last_load_info is not None:
+        parts += load_details(trace.last_load_info)
+    return html_tables.block(parts)
