@@ -37,7 +37,8 @@ import copy
 import dataclasses
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from pathlib import Path
+from typing import Any, Literal, Protocol, get_args
 
 from sparkload.common.package import LoadPackage
 from sparkload.exceptions import ResourceError, SparkloadError
@@ -53,8 +54,20 @@ from sparkload.pipeline.resource_tables import (
     tables_by_resource,
 )
 
-if TYPE_CHECKING:
-    from sparkload.pipeline.pipeline import Pipeline
+
+class DroppingPipeline(Protocol):
+    """What dropping resources reads and changes of a pipeline (a ``Pipeline``; named here so
+    this module does not import the facade that imports it)."""
+
+    @property
+    def pipeline_name(self) -> str: ...
+    @property
+    def working_dir(self) -> Path: ...
+    @property
+    def destination_dataset(self) -> Dataset: ...
+    @property
+    def committed_state(self) -> dict[str, Any]: ...
+    def drop_pending_packages(self) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +151,7 @@ def state_after(state: dict[str, Any], plan: DropPlan) -> dict[str, Any]:
 
 
 def drop_pipeline_resources(
-    pipeline: Pipeline, resources: Sequence[str] | None = None, *, state_only: bool = False
+    pipeline: DroppingPipeline, resources: Sequence[str] | None = None, *, state_only: bool = False
 ) -> DropResult:
     """Drop ``resources`` (None: all) of ``pipeline``. The caller holds the pipeline's run
     lock (``Pipeline.drop_resources`` does)."""

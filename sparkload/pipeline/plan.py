@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.sql import types as T
 
@@ -31,8 +31,25 @@ from sparkload.pipeline import html_tables, schedule
 from sparkload.pipeline import state as state_store
 
 if TYPE_CHECKING:
+    from sparkload.load.dataset import Dataset
     from sparkload.pipeline.load_info import LoadInfo
-    from sparkload.pipeline.pipeline import Pipeline
+
+
+class PlannedPipeline(Protocol):
+    """What a plan reads of the pipeline it is made for, and runs to apply it (a
+    ``Pipeline``; named here so this module does not import the facade that imports it)."""
+
+    @property
+    def pipeline_name(self) -> str: ...
+    @property
+    def dataset_uri(self) -> str: ...
+    @property
+    def destination_dataset(self) -> Dataset: ...
+    @property
+    def committed_state(self) -> dict[str, Any]: ...
+    def load(self) -> LoadInfo: ...
+    def run(self, *args: Any, **kwargs: Any) -> LoadInfo: ...
+
 
 _TINY = datetime.timedelta(microseconds=1)
 # Tables in the order the plan's text lists them.
@@ -117,7 +134,7 @@ class Plan:
 
     def apply(self) -> LoadInfo:
         """Carry out this plan; refuses if the destination changed since it was made."""
-        pipeline: Pipeline = self._pipeline
+        pipeline: PlannedPipeline = self._pipeline
         now = fingerprint(pipeline, [t.table for t in self.tables])
         if now != self.fingerprint:
             planned = self.fingerprint.get("tables", {})
@@ -175,7 +192,7 @@ class Plan:
 
 
 # -- making a plan ----------------------------------------------------------------------------
-def fingerprint(pipeline: Pipeline, tables: Iterable[str]) -> dict[str, Any]:
+def fingerprint(pipeline: PlannedPipeline, tables: Iterable[str]) -> dict[str, Any]:
     return {
         "state_version": state_store.destination_version(
             pipeline.destination_dataset,
@@ -187,7 +204,7 @@ def fingerprint(pipeline: Pipeline, tables: Iterable[str]) -> dict[str, Any]:
 
 
 def make_plan(
-    pipeline: Pipeline,
+    pipeline: PlannedPipeline,
     scheduled: schedule.Scheduled,
     run_args: dict[str, Any],
     execution_time: datetime.datetime,
@@ -239,7 +256,7 @@ def make_plan(
 
 
 def _table_plan(
-    pipeline: Pipeline,
+    pipeline: PlannedPipeline,
     entry: ExtractJob,
     normalized: list[NormalizedTable] | None,
     state: Mapping[str, Any],
