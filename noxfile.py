@@ -9,7 +9,11 @@ Connect server in another process), `nox -s cluster` (Sail's local-cluster mode)
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import nox
 
@@ -23,6 +27,38 @@ nox.options.default_venv_backend = "uv|virtualenv"
 def tests(session: nox.Session) -> None:
     session.install("-e", ".[local,test]")
     session.run("pytest", *session.posargs)
+
+
+@nox.session
+def wheel(session: nox.Session) -> None:
+    """sparkload as published software: an sdist and a wheel built (the wheel from the
+    sdist, so a file the sdist leaves out shows) and checked by twine; the wheel, not the
+    checkout, installed with ``[local,test]``; then, from outside the checkout, the
+    quickstart and the smoke tests run against the installed package (the typed-API test
+    finds its annotations through the wheel's py.typed)."""
+    session.install("build", "twine")
+    root = Path(__file__).resolve().parent
+    outside = Path(tempfile.mkdtemp(prefix="sparkload-wheel-"))
+    dist = outside / "dist"
+    session.run("python", "-m", "build", "--outdir", str(dist), str(root))
+    session.run("twine", "check", "--strict", *glob.glob(str(dist / "*")))
+    (built,) = glob.glob(str(dist / "sparkload-*.whl"))
+    session.install(f"sparkload[local,test] @ {Path(built).as_uri()}")
+    with session.chdir(outside):
+        # The package imported is the installed one, typed, and the engine extra works.
+        session.run(
+            "python",
+            "-c",
+            "import sparkload, pathlib; here = pathlib.Path(sparkload.__file__).parent; "
+            "assert 'site-packages' in str(here), here; assert (here / 'py.typed').is_file()",
+        )
+        shutil.copy(root / "examples" / "quickstart.py", outside / "quickstart.py")
+        session.run("python", "quickstart.py")
+        # `pytest`, not `python -m pytest`: the latter would put the working folder first
+        # on sys.path; tests/ itself holds no sparkload package.
+        smoke = ("test_smoke.py", "test_engine_matrix.py", "test_typed_api.py")
+        session.run("pytest", "-p", "no:cacheprovider", *(str(root / "tests" / name) for name in smoke))
+    shutil.rmtree(outside, ignore_errors=True)
 
 
 # The Airflow release the integration is tested with. Airflow's own constraints files are

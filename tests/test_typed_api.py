@@ -109,9 +109,12 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]
     # silenced, as mypy silences an installed package's.
     config = folder / "mypy.ini"
     config.write_text("[mypy]\nstrict = True\n\n[mypy-sparkload.*]\nignore_errors = True\n")
-    # The sparkload this test imports, found by path: an editable install's import hook is
-    # invisible to mypy. mypy is in the test extra: a missing one fails here, as it should.
-    env = {**os.environ, "MYPYPATH": str(Path(sparkload.__file__).resolve().parents[1])}
+    # The sparkload this test imports: an installed wheel mypy finds by its py.typed; a
+    # checkout (an editable install's import hook is invisible to mypy) by path. mypy is in
+    # the test extra: a missing one fails here, as it should.
+    found_in = Path(sparkload.__file__).resolve().parents[1]
+    installed = found_in.name in ("site-packages", "dist-packages")
+    env = {**os.environ} if installed else {**os.environ, "MYPYPATH": str(found_in)}
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(config), "--no-incremental"]
         + [f"{name}.py" for name in scripts],
