@@ -73,92 +73,38 @@ def airflow(session: nox.Session) -> None:
     session.run("pytest", "tests/airflow", "--run-airflow", *session.posargs)
 
 
+# Which tests each engine session runs is marked on the tests themselves (markers `connect`,
+# `cluster`, `jvm`, `spark_connect`, registered in pyproject.toml; every test in tests/jvm is
+# `jvm`). The reasons:
+#
 # The embedded engine is itself a Sail Spark Connect server (on loopback, inside the test
 # process), and the main suite runs every test on it. The other Sail sessions run only what
 # their deployment can change, so each behaviour is shown once per distinct way of running:
-#
-# `connect`: the server lives in another process. What that changes is the session's life
-# and the processes around it: exactly-once resume after kills, a merge cut short, two
-# writer processes racing, tables by name in the server's catalog, DataFrames of the user's
-# session on that server; the core dispositions once.
-CONNECT_MATRIX = [
-    "tests/test_engine_matrix.py",
-    "tests/test_smoke.py",
-    "tests/test_load_dispositions.py",
-    "tests/test_exactly_once.py::test_kill_at_every_stage_boundary",
-    "tests/test_exactly_once.py::test_run_after_a_normalize_cut_short_on_a_lost_working_dir_loads_its_day",
-    "tests/test_merge_crash.py",
-    "tests/test_catalog_tables.py",
-    "tests/test_concurrent_merge.py",
-    "tests/test_spark_dataframe_items.py",
-    # A bucket as the destination, the server given its S3 settings at its start.
-    "tests/test_bucket.py",
-    "tests/test_bucket_race.py",
-]
-# `cluster`: tasks run on worker actors, so every statement whose plan reads staged files or
-# Delta tables runs distributed: the dispositions and merges with nested tables, time-range
-# replacement and restatement, the files the engine reads, DataFrames staged by the engine,
-# and racing commits.
-CLUSTER_MATRIX = [
-    "tests/test_engine_matrix.py",
-    "tests/test_smoke.py",
-    "tests/test_load_dispositions.py",
-    "tests/test_merge_examples.py",
-    "tests/test_nested.py",
-    "tests/test_intervals.py",
-    "tests/test_restatement.py",
-    "tests/test_concurrent_merge.py",
-    "tests/test_spark_dataframe_items.py",
-    "tests/test_filesystem_source.py",
-    "tests/test_bucket.py",
-    "tests/test_bucket_race.py",
-]
-# A JVM Spark is several times slower per small statement and each crash-test process
-# starts a JVM, so its run takes the same behaviours in fewer tests.
-JVM_MATRIX = [
-    "tests/jvm",
-    "tests/test_engine_matrix.py",
-    "tests/test_smoke.py",
-    "tests/test_load_dispositions.py",
-    "tests/test_merge_examples.py",
-    "tests/test_range_rewrite.py",
-    "tests/test_nested.py",
-    "tests/test_merge_strategies.py::test_upsert_updates_inserts_and_hard_deletes_with_nested_rows",
-    "tests/test_merge_strategies.py::test_sequence_by_older_records_never_overwrite_newer_ones",
-    "tests/test_incremental_examples.py::test_a_fresh_working_directory_continues_from_the_state_in_the_destination",
-    "tests/test_intervals.py::test_lookback_two_reprocesses_the_two_days_before_each_new_one_idempotently",
-    "tests/test_intervals.py::test_an_empty_window_deletes_the_rows_and_nested_rows_the_table_held_in_it",
-    "tests/test_restatement.py::test_restating_a_range_reloads_exactly_those_intervals",
-    "tests/test_destructive_changes.py::test_a_type_change_stops_the_load_before_any_commit_naming_table_column_and_types",
-    "tests/test_exactly_once.py::test_kill_at_every_stage_boundary[same-working-dir]",
-    "tests/test_catalog_tables.py",
-    "tests/test_concurrent_merge.py::test_a_create_that_lands_after_another_writers_is_withdrawn_and_merged",
-    "tests/test_concurrent_merge.py::test_a_load_cut_short_after_losing_the_create_race_is_finished_by_the_next",
-    "tests/test_concurrent_merge.py::test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it[delete-insert]",
-    "tests/test_concurrent_merge.py::test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it[scd2]",
-    # Spark's own parser must read every literal sparkload writes as Sail's does.
-    "tests/test_literals.py",
-    # A table overwritten from its own rows (compaction), on Delta with Apache Spark.
-    "tests/test_compaction.py::test_tombstones_are_compacted_and_still_keep_older_inserts_out",
-    # Classic DataFrames as items, staged by the JVM; files read by Spark's own readers.
-    "tests/test_spark_dataframe_items.py",
-    "tests/test_filesystem_source.py",
-    # sql_database backend="spark": a JVM session with PostgreSQL's JDBC driver (a child process).
-    "tests/test_sql_database.py::test_backend_spark_reads_postgres_through_jvm_jdbc_incrementally_and_merges",
-    "tests/test_sql_database.py::test_backend_spark_without_a_jdbc_source_or_driver_fails_naming_table_and_fix",
-]
-# Apache Spark's own Spark Connect server (JVM, with delta-spark): what differs from the
-# classic JVM session is the client and its protocol, not Delta.
+# - `connect`: the server lives in another process. What that changes is the session's life
+#   and the processes around it: exactly-once resume after kills, a merge cut short, two
+#   writer processes racing, tables by name in the server's catalog, DataFrames of the
+#   user's session on that server, a bucket given to the server at its start; the core
+#   dispositions once.
+# - `cluster`: tasks run on worker actors, so every statement whose plan reads staged files
+#   or Delta tables runs distributed: the dispositions and merges with nested tables,
+#   time-range replacement and restatement, the files the engine reads, DataFrames staged by
+#   the engine, racing commits, a bucket.
+# - `jvm`: Apache Spark with delta-spark. A JVM Spark is several times slower per small
+#   statement and each crash-test process starts a JVM, so its run takes the same behaviours
+#   in fewer tests: the dispositions and merges (delta-spark's MERGE), range rewrites,
+#   Spark's own parser reading every literal sparkload writes, compaction, classic
+#   DataFrames as items, Spark's file readers, JDBC reads.
+# - `spark_connect`: Apache Spark's own Spark Connect server (JVM, with delta-spark): what
+#   differs from the classic JVM session is the client and its protocol, not Delta, whose
+#   MERGE statements the classic session's run covers.
 # Each engine session ends with its slowest tests, to show where its time goes.
 DURATIONS = ("--durations=15",)
 
-# Its MERGE statements are delta-spark's, which the classic session's run covers.
-SPARK_CONNECT_MATRIX = [
-    "tests/test_engine_matrix.py",
-    "tests/test_smoke.py",
-    "tests/test_nested.py",
-    "tests/test_catalog_tables.py",
-]
+
+def _marked(engine: str, marker: str, session: nox.Session) -> list[str]:
+    """The pytest arguments of an engine session: the tests marked for it, or the tests the
+    developer named."""
+    return [f"--engine={engine}", *DURATIONS, *(session.posargs or ["-m", marker, "tests"])]
 
 
 @nox.session
@@ -169,22 +115,22 @@ def spark(session: nox.Session) -> None:
     if session.posargs:
         session.run("pytest", *session.posargs)
         return
-    session.run("pytest", "--engine=spark", *DURATIONS, *JVM_MATRIX)
-    session.run("pytest", "--engine=spark-connect", *DURATIONS, *SPARK_CONNECT_MATRIX)
+    session.run("pytest", *_marked("spark", "jvm", session))
+    session.run("pytest", *_marked("spark-connect", "spark_connect", session))
 
 
 @nox.session
 def connect(session: nox.Session) -> None:
     """The matrix on a Sail Spark Connect server in another process."""
     session.install("-e", ".[local,test]")
-    session.run("pytest", "--engine=connect", *DURATIONS, *(session.posargs or CONNECT_MATRIX))
+    session.run("pytest", *_marked("connect", "connect", session))
 
 
 @nox.session
 def cluster(session: nox.Session) -> None:
     """The matrix on Sail's local-cluster mode (driver and worker actors, in another process)."""
     session.install("-e", ".[local,test]")
-    session.run("pytest", "--engine=cluster", *DURATIONS, *(session.posargs or CLUSTER_MATRIX))
+    session.run("pytest", *_marked("cluster", "cluster", session))
 
 
 @nox.session

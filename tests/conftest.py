@@ -94,6 +94,13 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test in tests/jvm is for the JVM session (`-m jvm`): they start JVMs of their own."""
+    for item in items:
+        if JVM_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.jvm)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test sees the developer's ~/.sparkload or engine settings; each runs on the engine

@@ -35,6 +35,9 @@ from sparkload.load.table import CatalogTable
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.state import STATE_TABLE
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.connect, pytest.mark.jvm, pytest.mark.spark_connect]
+
 _schemas = itertools.count()
 DAY = datetime.timedelta(days=1)
 START = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)

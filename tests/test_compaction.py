@@ -97,6 +97,7 @@ def test_the_state_table_is_compacted_every_few_versions_keeping_every_row(
     assert state_rows(ours)["theirs"] == [1, 2]
 
 
+@pytest.mark.jvm
 def test_tombstones_are_compacted_and_still_keep_older_inserts_out(pipeline: sl.Pipeline) -> None:
     hints: dict[str, Any] = {
         "table_name": "items",

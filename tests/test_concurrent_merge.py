@@ -39,9 +39,12 @@ from sparkload.common.system_columns import ID, ROOT_ID
 from sparkload.load import creation, range_rewrite, table_lock
 from sparkload.load.loader import Loader
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.connect, pytest.mark.cluster]
+
 CHILD = Path(__file__).with_name("concurrent_merge_child.py")
 # Rounds of each kind (fresh table, existing table). A JVM engine, several times slower,
-# runs only the single-process tests of this file (JVM_MATRIX in noxfile.py).
+# runs only the single-process tests of this file (those marked `jvm`).
 ROUNDS = int(os.environ.get("SPARKLOAD_RACE_ROUNDS", "20"))
 WRITERS = {"a": 0, "b": 50}  # writer: its first id (100 ids each)
 # How long one round may take before the test gives up on the writers.
@@ -154,7 +157,14 @@ def _rows(ids: range, version: str, lsn: int) -> list[dict[str, Any]]:
     return [{"id": i, "v": f"{version}-{i}", "lsn": lsn, "tags": [version, f"t{i}"]} for i in ids]
 
 
-@pytest.mark.parametrize("strategy", list(HINTS))
+# On the JVM: one strategy that replaces rows and one that only adds them.
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        pytest.param(name, marks=pytest.mark.jvm if name in ("delete-insert", "scd2") else ())
+        for name in HINTS
+    ],
+)
 def test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it(
     make_pipeline: Callable[..., sl.Pipeline], monkeypatch: pytest.MonkeyPatch, strategy: str
 ) -> None:
@@ -297,6 +307,7 @@ def _on_another_machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("strategy", list(CREATE_RACE))
 def test_a_create_that_lands_after_another_writers_is_withdrawn_and_merged(
     make_pipeline: Callable[..., sl.Pipeline], monkeypatch: pytest.MonkeyPatch, strategy: str
@@ -324,6 +335,7 @@ def test_a_create_that_lands_after_another_writers_is_withdrawn_and_merged(
     assert _current_values(ours) == _ours_after_theirs(strategy)
 
 
+@pytest.mark.jvm
 def test_a_load_cut_short_after_losing_the_create_race_is_finished_by_the_next(
     make_pipeline: Callable[..., sl.Pipeline], monkeypatch: pytest.MonkeyPatch
 ) -> None:

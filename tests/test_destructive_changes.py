@@ -28,6 +28,7 @@ def columns(pipeline: sl.Pipeline, table: str) -> list[str]:
     return [f.name for f in deltalake.DeltaTable(f"{pipeline.dataset_uri}/{table}").schema().fields]
 
 
+@pytest.mark.jvm
 def test_a_type_change_stops_the_load_before_any_commit_naming_table_column_and_types(
     pipeline: sl.Pipeline,
 ) -> None:

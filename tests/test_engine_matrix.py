@@ -18,6 +18,9 @@ from conftest import delta_rows
 
 from sparkload.engine.embedded import embedded_remote_url
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.connect, pytest.mark.cluster, pytest.mark.jvm, pytest.mark.spark_connect]
+
 UTC = datetime.timezone.utc
 EXAMPLES = Path(__file__).parent.parent / "examples"
 # Settings sparkload's statements need (see sparkload/engine/settings.py), given other values.

@@ -144,8 +144,16 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"tables": tables, "state": committed_state(work / "lake"), "durations": durations}
 
 
+@pytest.mark.connect
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("fresh_after_kill", [False, True], ids=["same-working-dir", "fresh-working-dir"])
+@pytest.mark.parametrize(
+    "fresh_after_kill",
+    # On the JVM each attempt starts a JVM: the same working folder only there.
+    [
+        pytest.param(False, id="same-working-dir", marks=pytest.mark.jvm),
+        pytest.param(True, id="fresh-working-dir"),
+    ],
+)
 def test_kill_at_every_stage_boundary(
     tmp_path: Path, reference: dict[str, Any], fresh_after_kill: bool
 ) -> None:
@@ -158,6 +166,7 @@ def test_kill_at_every_stage_boundary(
     assert_like_reference(tmp_path, reference)
 
 
+@pytest.mark.connect
 @pytest.mark.timeout(1800)
 def test_run_after_a_normalize_cut_short_on_a_lost_working_dir_loads_its_day(
     tmp_path: Path, reference: dict[str, Any]

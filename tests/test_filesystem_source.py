@@ -22,6 +22,9 @@ import sparkload as sl
 from sparkload.common.system_columns import SYSTEM_COLUMNS
 from sparkload.sources.filesystem import filesystem, read_csv, read_jsonl, read_parquet, readers
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.cluster, pytest.mark.jvm]
+
 
 def _write(path: Path, text: str, mtime: float | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)

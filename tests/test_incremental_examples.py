@@ -1700,6 +1700,7 @@ def test_twitter_search_keeps_a_last_value_per_search_term(
     assert ids(pipeline, "search_tweets__data") == ["101", "102", "103", "201"]
 
 
+@pytest.mark.jvm
 def test_a_fresh_working_directory_continues_from_the_state_in_the_destination(
     make_pipeline: Any, tmp_path: Any
 ) -> None:

@@ -23,6 +23,9 @@ from table_checks import assert_table, project, row_count
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed, ResourceError
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.cluster]
+
 UTC = datetime.timezone.utc
 HOUR = datetime.timedelta(hours=1)
 DAY = datetime.timedelta(days=1)
@@ -297,6 +300,7 @@ def test_batch_size_splits_a_backfill_into_contiguous_batches_one_commit_each(
 # -- 000_ lookback: late-arriving data ---------------------------------------------------------
 
 
+@pytest.mark.jvm
 def test_lookback_two_reprocesses_the_two_days_before_each_new_one_idempotently(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -426,6 +430,7 @@ def _data_of(row: dict[str, Any]) -> tuple[Any, ...]:
 # -- an empty window deletes what the table held in it ------------------------------------------
 
 
+@pytest.mark.jvm
 def test_an_empty_window_deletes_the_rows_and_nested_rows_the_table_held_in_it(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 72))
     pipeline.run(feed.resource(cron="@daily", lookback=1), execution_time=TODAY + DAY)

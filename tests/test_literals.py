@@ -41,6 +41,9 @@ from sparkload.common.literals import (
 )
 from sparkload.engine.settings import session_settings
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.jvm]
+
 D = decimal.Decimal
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)

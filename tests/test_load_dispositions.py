@@ -15,6 +15,9 @@ from conftest import delta_history, delta_rows, delta_version, spark_rows
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.connect, pytest.mark.cluster, pytest.mark.jvm]
+
 ID = "_sparkload_id"
 LOAD_ID = "_sparkload_load_id"
 PARENT_ID = "_sparkload_parent_id"

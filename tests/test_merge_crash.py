@@ -16,6 +16,9 @@ from typing import Any
 import deltalake
 import pytest
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.connect]
+
 FIRST = 20_000
 SECOND_START, SECOND = 15_000, 10_000  # half updates, half new keys
 

@@ -30,6 +30,9 @@ from table_checks import READERS, assert_table, naive_utc, project, row_count
 
 import sparkload as sl
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.cluster, pytest.mark.jvm]
+
 UTC = datetime.timezone.utc
 ID = "_sparkload_id"
 ROOT_ID = "_sparkload_root_id"

@@ -319,6 +319,7 @@ def test_delete_insert_merge_key_alone_replaces_whole_groups_and_their_nested_ro
 
 
 # -- upsert ---------------------------------------------------------------------------------------
+@pytest.mark.jvm
 def test_upsert_updates_inserts_and_hard_deletes_with_nested_rows(pipeline: sl.Pipeline) -> None:
     hints: dict[str, Any] = {"write_disposition": UPSERT, "columns": {"deleted": {"hard_delete": True}}}
     load(pipeline, [{"id": i, "v": f"v{i}", "tags": [f"t{i}a", f"t{i}b"]} for i in (1, 2, 3)], **hints)
@@ -1021,6 +1022,7 @@ SEQUENCE_CASES = [
 ]
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize(("strategy", "form"), SEQUENCE_CASES)
 def test_sequence_by_older_records_never_overwrite_newer_ones(
     pipeline: sl.Pipeline, strategy: str, form: str

@@ -17,6 +17,9 @@ from deltalake.schema import ArrayType, PrimitiveType, StructType
 import sparkload as sl
 from sparkload.load.delta_log import list_tables
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.cluster, pytest.mark.jvm, pytest.mark.spark_connect]
+
 ID = "_sparkload_id"
 LOAD_ID = "_sparkload_load_id"
 PARENT_ID = "_sparkload_parent_id"

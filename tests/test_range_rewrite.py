@@ -24,6 +24,9 @@ from table_checks import assert_table
 
 import sparkload as sl
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.jvm]
+
 BATCHES = 5
 WIDTH = 100
 

@@ -16,6 +16,9 @@ from conftest import delta_rows
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.cluster]
+
 UTC = datetime.timezone.utc
 START = datetime.datetime(2024, 9, 20, tzinfo=UTC)
 NOW = datetime.datetime(2024, 9, 27, tzinfo=UTC)
@@ -64,6 +67,7 @@ def _daily_with_doubled(feed: Feed) -> Any:
     return both
 
 
+@pytest.mark.jvm
 def test_restating_a_range_reloads_exactly_those_intervals(pipeline: sl.Pipeline) -> None:
     feed = Feed()
     pipeline.run(feed.daily(), execution_time=NOW)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import delta_rows, spark_rows
 
 import sparkload as sl
+
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.connect, pytest.mark.cluster, pytest.mark.jvm, pytest.mark.spark_connect]
 
 
 def test_resource_lands_in_delta_and_both_readers_agree(pipeline: sl.Pipeline) -> None:

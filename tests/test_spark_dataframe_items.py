@@ -23,6 +23,9 @@ from sparkload.engine.session import session_for
 from sparkload.exceptions import PipelineStepFailed, ResourceError
 from sparkload.extract.storage import TableFiles
 
+# The engine sessions that run this file (noxfile.py says why).
+pytestmark = [pytest.mark.connect, pytest.mark.cluster, pytest.mark.jvm]
+
 UTC = datetime.timezone.utc
 TS1 = datetime.datetime(2024, 1, 1, 12, 30, tzinfo=UTC)
 TS2 = datetime.datetime(2024, 2, 1, 8, 0, tzinfo=UTC)

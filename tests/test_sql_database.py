@@ -447,6 +447,7 @@ def test_backend_spark_options_and_refusals(sqlite_url: str) -> None:
     assert resource.hints.columns == {} and resource.hints.primary_key == ("id",)
 
 
+@pytest.mark.jvm
 def test_backend_spark_without_a_jdbc_source_or_driver_fails_naming_table_and_fix(
     pipeline: sl.Pipeline, pg: Any
 ) -> None:
@@ -520,6 +521,7 @@ spark.stop()
 """
 
 
+@pytest.mark.jvm
 @pytest.mark.skipif(engines.current() != "spark", reason="needs the JVM engine (--engine=spark)")
 def test_backend_spark_reads_postgres_through_jvm_jdbc_incrementally_and_merges(
     pg: Any, postgres_url: str, tmp_path: Path
