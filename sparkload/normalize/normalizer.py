@@ -5,7 +5,8 @@ Per extracted table:
 2. flatten nested dicts, give every row ``_sparkload_id`` and ``_sparkload_load_id`` and
    write the root rows to Parquet (the one place ids are drawn, so retries reuse them);
 3. explode lists into nested tables linked by parent id, list index and root id;
-4. profile each table in one aggregation and record how every column is typed.
+4. profile each table (one aggregation per slice of its columns) and record how every
+   column is typed.
 The typing itself is applied by the loader when it reads the Parquet, so the package is
 written once.
 """
