@@ -17,8 +17,9 @@ from typing import TypeVar
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-# Columns per query. Measured on a 1,000-row table of string columns: planning cost per
-# column grows with the query's width, and each query pays a fixed cost of about 0.1 s.
+# Columns per query: narrow enough that a query's planning stays cheap per column, wide
+# enough that the few tenths of a second each query costs (a count over 1,000 columns took
+# 0.15 s) add up to little. See docs/performance.md, C1.
 SLICE_COLUMNS = 500
 
 _Item = TypeVar("_Item")
