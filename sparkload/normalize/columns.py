@@ -38,6 +38,13 @@ class Leaf:
     name: str
     column: Column
     dtype: T.DataType
+    # The frame's own column of the same name, read unchanged (a top-level key already in
+    # normal form): selected as it is, without an alias the engine would plan per column.
+    as_is: bool = False
+
+    def selected(self) -> Column:
+        """The leaf's column, named ``name``."""
+        return self.column if self.as_is else self.column.alias(self.name)
 
 
 @dataclasses.dataclass
@@ -133,9 +140,11 @@ def flatten(
     max_nesting: int | None,
     out: Flattened | None = None,
     whole: frozenset[str] = frozenset(),
+    top: bool = False,
 ) -> Flattened:
     """Leaves and nested lists of ``struct``; ``get(raw_name)`` reads a field of it. The
-    columns named in ``whole`` (hinted ``json``) stay leaves, nested values and all."""
+    columns named in ``whole`` (hinted ``json``) stay leaves, nested values and all. With
+    ``top``, ``struct`` is a frame's schema and ``get`` reads the frame's columns."""
     out = out or Flattened()
     names, collisions = field_names([field.name for field in struct.fields])
     out.collisions.extend(collisions)
@@ -145,8 +154,9 @@ def flatten(
         dtype = field.dataType
         # A joined key (dicts nested too deep, see PATH_KEY_MARK) stands for its levels.
         field_level = level + path_depth(field.name) - 1
+        as_is = top and path == field.name
         if path in whole:
-            out.leaves.append(Leaf(path, column, dtype))
+            out.leaves.append(Leaf(path, column, dtype, as_is))
         elif isinstance(dtype, T.StructType) and _nesting_allowed(field_level, max_nesting):
             flatten(dtype, column.getField, table, path, field_level + 1, max_nesting, out, whole)
         elif isinstance(dtype, T.ArrayType) and _holds_nothing(dtype.elementType):
@@ -156,9 +166,9 @@ def flatten(
         elif isinstance(dtype, T.ArrayType) and _nesting_allowed(field_level, max_nesting):
             out.nested.append(NestedList(make_path(table, path), column, dtype.elementType, field_level + 1))
         elif isinstance(dtype, T.NullType):
-            out.leaves.append(Leaf(path, column, dtype))  # a column only once it has a value
+            out.leaves.append(Leaf(path, column, dtype, as_is))  # a column only once it has a value
         elif (typed := _typed(dtype)) is not None:  # a value kept whole, of typed keys only
-            out.leaves.append(Leaf(path, _as_typed(column, dtype, typed), typed))
+            out.leaves.append(Leaf(path, _as_typed(column, dtype, typed), typed, as_is and typed == dtype))
         # else: a value kept whole whose keys are None in every row: no column, as in dlt
     return out
 

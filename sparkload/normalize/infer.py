@@ -1,4 +1,4 @@
-"""Decide each column's type from the staged data, in one Spark aggregation per table.
+"""Decide each column's type from the staged data, in one Spark aggregation per slice of columns.
 
 The type of a column is, in order: the destination's (an existing Delta column never
 changes type), the ``data_type`` hint, or the type that holds most of the load's values
@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -22,6 +22,7 @@ from sparkload.common.naming import variant_column_name
 from sparkload.common.sql import quote
 from sparkload.common.tags import TAG_DECIMAL
 from sparkload.exceptions import NormalizeError, SchemaConflictError
+from sparkload.normalize.slices import StagedTable, slices
 from sparkload.normalize.types import (
     KIND_TYPE,
     STRING_KINDS,
@@ -67,6 +68,10 @@ class ColumnSpec:
     parts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     # A ``json`` column: the nested source's Spark type (JSON), written as JSON text.
     json_source: str | None = None
+    # The staged column already holds every value as the column takes it (its type, no
+    # tag to take off): it is read as it is. A wide table's write then costs no expression
+    # per such column, and the engine's analysis of a query grows with its expressions.
+    plain: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -81,6 +86,9 @@ class ColumnSpec:
 
     def expression(self) -> Column:
         """The typed column; deterministic, so re-running a load gives the same values."""
+        if self.plain:
+            column = F.col(quote(self.source))
+            return column if self.source == self.name else column.alias(self.name)
         target = self.spark_type
         values = [
             v for v in [self.value(), *(ColumnSpec.from_dict(p).value() for p in self.parts)] if v is not None
@@ -157,7 +165,7 @@ _MAYBE_TYPED = r"^[\x00\[{0-9]"
 
 
 def profile(
-    df: DataFrame,
+    staged: StagedTable,
     leaves: Mapping[str, T.DataType],
     key: tuple[str, ...] = (),
     fit_tests: Mapping[str, Callable[[Column], Column]] | None = None,
@@ -171,39 +179,65 @@ def profile(
     The engine's cost of analysing a query grows with its expressions times the table's
     width, so the first pass asks each string column one cheap question (does any value
     begin as a typed one could?) instead of one test per kind: a wide load's text columns
-    then cost two expressions each.
+    then cost two expressions each. Each pass is asked of slices of the columns (see
+    normalize/slices.py); the first slice also counts the rows and the distinct keys.
     """
-    aggs: list[Column] = [F.count(F.lit(1)).alias("__rows")]
-    if key and all(k in leaves for k in key):
-        aggs.append(F.countDistinct(*[F.col(quote(k)) for k in key]).alias("__distinct_keys"))
-    strings: list[int] = []
-    for index, (name, dtype) in enumerate(leaves.items()):
-        column = F.col(quote(name))
-        aggs.append(F.count(column).alias(f"n{index}"))
-        if isinstance(dtype, T.StringType):
-            strings.append(index)
-            aggs.append(_count_where(column.rlike(_MAYBE_TYPED)).alias(f"t{index}"))
-        elif kind_of_spark_type(dtype) == "bigint" and (bounded is None or name in bounded):
-            # Integer digits decide whether the ints fit a declared decimal exactly.
-            aggs.append(F.max(column).alias(f"max{index}"))
-            aggs.append(F.min(column).alias(f"min{index}"))
-        if fit_tests and name in fit_tests:
-            misfit = F.when(~fit_tests[name](column), 1).otherwise(0)  # NULL fails no test
-            aggs.append(F.sum(misfit).alias(f"misfit{index}"))
-    stats: dict[str, Any] = df.agg(*aggs).collect()[0].asDict()
     names = list(leaves)
-    second = []
+    counted_keys = bool(key) and all(k in leaves for k in key)
+    stats: dict[str, Any] = {}
+    strings: list[int] = []
+    start = 0
+    for part in slices(names):
+        aggs: list[Column] = []
+        read = list(part)
+        if start == 0:
+            aggs.append(F.count(F.lit(1)).alias("__rows"))
+            if counted_keys:
+                aggs.append(F.countDistinct(*[F.col(quote(k)) for k in key]).alias("__distinct_keys"))
+                read += [k for k in key if k not in part]
+        for index, name in enumerate(part, start):
+            strings += _column_aggregates(aggs, index, name, leaves[name], fit_tests, bounded)
+        start += len(part)
+        stats.update(staged.read(read).agg(*aggs).collect()[0].asDict())
+    second: list[int] = []
     for index in strings:
         if stats.pop(f"t{index}"):
             second.append(index)
         else:
+            stats[f"u{index}"] = True  # read as it is: no value carries a tag
             stats.update({f"k{index}_{kind}": 0 for kind in STRING_KINDS if kind != "text"})
-    if second:
-        stats.update(_string_kinds(df, {index: names[index] for index in second}))
+    for indexes in slices(second):
+        if indexes:
+            stats.update(_string_kinds(staged, {index: names[index] for index in indexes}))
     return stats
 
 
-def _string_kinds(df: DataFrame, columns: Mapping[int, str]) -> dict[str, Any]:
+def _column_aggregates(
+    aggs: list[Column],
+    index: int,
+    name: str,
+    dtype: T.DataType,
+    fit_tests: Mapping[str, Callable[[Column], Column]] | None,
+    bounded: Collection[str] | None,
+) -> list[int]:
+    """Add the profile's aggregates of column ``name`` (number ``index``) to ``aggs``;
+    ``[index]`` when it is a string column whose kinds the first pass tests, else ``[]``."""
+    column = F.col(quote(name))
+    aggs.append(F.count(column).alias(f"n{index}"))
+    string = isinstance(dtype, T.StringType)
+    if string:
+        aggs.append(_count_where(column.rlike(_MAYBE_TYPED)).alias(f"t{index}"))
+    elif kind_of_spark_type(dtype) == "bigint" and (bounded is None or name in bounded):
+        # Integer digits decide whether the ints fit a declared decimal exactly.
+        aggs.append(F.max(column).alias(f"max{index}"))
+        aggs.append(F.min(column).alias(f"min{index}"))
+    if fit_tests and name in fit_tests:
+        misfit = F.when(~fit_tests[name](column), 1).otherwise(0)  # NULL fails no test
+        aggs.append(F.sum(misfit).alias(f"misfit{index}"))
+    return [index] if string else []
+
+
+def _string_kinds(staged: StagedTable, columns: Mapping[int, str]) -> dict[str, Any]:
     """Values per kind of the string ``columns`` (by their profile index), and their tagged
     decimals' largest scale and integer digits.
 
@@ -228,7 +262,8 @@ def _string_kinds(df: DataFrame, columns: Mapping[int, str]) -> dict[str, Any]:
         ]
     )
     rows = (
-        df.select(F.explode(pairs).alias("pair"))
+        staged.read(list(columns.values()))
+        .select(F.explode(pairs).alias("pair"))
         .select("pair.column", "pair.value")
         .where(value.isNotNull())
         .groupBy("column", kind.alias("kind"))
@@ -280,6 +315,7 @@ class _Leaf:
     observed_decimal: T.DecimalType | None = None  # the narrowest decimal holding them
     misfits: int = 0  # values failing the column's fit test (types.fit_test)
     tested: bool = False  # the column has a fit test: its values keep those rules
+    untagged: bool = False  # a string column none of whose values begins as a typed one could
 
 
 @dataclasses.dataclass
@@ -300,7 +336,7 @@ class _Column:
 
 
 def infer_columns(
-    df: DataFrame,
+    staged: StagedTable,
     table: str,
     leaves: Mapping[str, T.DataType],
     hints: Mapping[str, Mapping[str, Any]],
@@ -311,7 +347,7 @@ def infer_columns(
     ``required`` keys (None when there is no key)."""
     existing = {field.name: field.dataType for field in destination.fields} if destination else {}
     fit_tests = _fit_tests(leaves, hints, existing)
-    stats = profile(df, leaves, required, fit_tests, _bounded(leaves, hints, existing))
+    stats = profile(staged, leaves, required, fit_tests, _bounded(leaves, hints, existing))
     rows = int(stats["__rows"])
     distinct_keys = stats.get("__distinct_keys")
     observed = {
@@ -319,7 +355,7 @@ def infer_columns(
         for index, (name, dtype) in enumerate(leaves.items())
     }
     columns = _columns(observed, hints, existing, fit_tests)
-    converted = _count_conversions(df, columns, observed, fit_tests)
+    converted = _count_conversions(staged, columns, observed, fit_tests)
     not_null = _not_null_columns(hints, required)
     specs: list[ColumnSpec] = []
     for name in leaves:
@@ -396,6 +432,7 @@ def _observe(
         kind = kind_of_spark_type(dtype)
         kinds = {kind: int(stats[f"n{index}"] or 0)} if kind else {}
     leaf = _Leaf(name, dtype, {k: n for k, n in kinds.items() if n}, string_source)
+    leaf.untagged = string_source and bool(stats.get(f"u{index}"))
     if leaf.kinds.get("bigint") and f"max{index}" in stats:
         largest = max(abs(int(stats[f"max{index}"])), abs(int(stats[f"min{index}"])))
         leaf.observed_decimal = T.DecimalType(max(len(str(largest)), 1), 0)
@@ -470,7 +507,7 @@ def _coerced_kinds(column: _Column, leaf: _Leaf) -> dict[str, Coercion]:
 
 
 def _count_conversions(
-    df: DataFrame,
+    staged: StagedTable,
     columns: Mapping[str, _Column],
     observed: Mapping[str, _Leaf],
     fit_tests: Mapping[str, Any],
@@ -479,6 +516,7 @@ def _count_conversions(
     by Spark in one pass; no pass when no value needs a test."""
     aggs: list[Column] = []
     keys: list[tuple[str, str]] = []
+    sources: list[str] = []
     for column in columns.values():
         leaves = [c.own for c in [column, *column.variants] if c.own is not None]
         for leaf in leaves:
@@ -489,9 +527,10 @@ def _count_conversions(
                     test = kind_condition(kind, source) & test
                 aggs.append(F.sum(F.when(test, 1).otherwise(0)).alias(f"c{len(keys)}"))
                 keys.append((leaf.name, kind))
+                sources.append(leaf.name)
     if not aggs:
         return {}
-    row = df.agg(*aggs).collect()[0]
+    row = staged.read(sources).agg(*aggs).collect()[0]
     return {key: int(row[f"c{i}"] or 0) for i, key in enumerate(keys)}
 
 
@@ -545,6 +584,12 @@ def _column_specs(
                 coerced=[k for k in main if k in rules],
                 parts=parts,
                 json_source=json_source,
+                plain=exclusive
+                and not parts
+                and narrow is None
+                and coerce is None
+                and json_source is None
+                and _reads_as_is(main, own, target),
             )
         )
     elif parts or (name not in existing and (not kinds or hints.get("data_type"))):
@@ -571,6 +616,16 @@ def _column_specs(
             spec.narrow, spec.fitting = narrow, False
         specs.append(spec)
     return specs, fitting
+
+
+def _reads_as_is(kinds: list[str], leaf: _Leaf, target: T.DataType) -> bool:
+    """Whether every value of ``leaf`` (all of ``kinds``) is stored in ``target`` as it is
+    staged: a column of the target's own (atomic) type, or text with no value that could
+    carry a tag (the profile saw none begin with NUL, a digit, ``[`` or ``{``)."""
+    if kinds == ["text"]:
+        return leaf.untagged and isinstance(target, T.StringType)
+    atomic = not isinstance(target, (T.StructType, T.ArrayType, T.MapType))
+    return len(kinds) == 1 and not leaf.string_source and atomic and leaf.dtype == target
 
 
 def _parts(column: _Column, converted: Mapping[tuple[str, str], int]) -> tuple[list[dict[str, Any]], int]:

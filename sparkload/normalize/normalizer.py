@@ -5,7 +5,8 @@ Per extracted table:
 2. flatten nested dicts, give every row ``_sparkload_id`` and ``_sparkload_load_id`` and
    write the root rows to Parquet (the one place ids are drawn, so retries reuse them);
 3. explode lists into nested tables linked by parent id, list index and root id;
-4. profile each table in one aggregation and record how every column is typed.
+4. profile each table (one aggregation per slice of its columns) and record how every
+   column is typed.
 The typing itself is applied by the loader when it reads the Parquet, so the package is
 written once.
 """
@@ -34,6 +35,7 @@ from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_
 from sparkload.normalize.hinted_collisions import refuse_hints_on_collided_columns
 from sparkload.normalize.infer import ColumnSpec, infer_columns
 from sparkload.normalize.json_schema import INFER_ALL, needs_rewrite
+from sparkload.normalize.slices import StagedTable
 from sparkload.normalize.system_keys import refuse_repeated_ids, take_system_columns
 
 logger = logging.getLogger(__name__)
@@ -155,12 +157,13 @@ class TableNormalizer:
     def _normalize(self, table: str, raw: DataFrame, out_uri: str) -> list[NormalizedTable]:
         flat = flatten(
             raw.schema,
-            lambda name: raw[quote(name)],
+            lambda name: F.col(quote(name)),
             table,
             "",
             0,
             self.max_nesting,
             whole=_json_columns(self.column_hints),
+            top=True,
         )
         refuse_hints_on_collided_columns(table, self.hints, flat.collisions)
         given_id = take_system_columns(flat, table, root=True, disposition=self.hints.disposition)
@@ -172,7 +175,7 @@ class TableNormalizer:
         row_id = F.concat(F.lit(self.load_id.replace(".", "") + "_"), counter)
         if given_id is not None:
             row_id = F.coalesce(given_id, row_id)  # dlt's "bring your own row id"
-        columns = [leaf.column.alias(leaf.name) for leaf in flat.leaves]
+        columns = [leaf.selected() for leaf in flat.leaves]
         columns += [nested.column.alias(_NESTED_PREFIX + nested.table) for nested in flat.nested]
         columns += [row_id.alias(ID), F.lit(self.load_id).alias(LOAD_ID)]
         target = f"{out_uri}/{table}"
@@ -180,7 +183,11 @@ class TableNormalizer:
         staged = self.spark.read.parquet(target)
         if given_id is not None:
             refuse_repeated_ids(staged, table, self.load_id)
-        result = [self._describe(table, None, table, staged, flat, [ID, LOAD_ID])]
+        result = [
+            self._describe(
+                table, None, table, StagedTable(self.spark, target, staged.schema), flat, [ID, LOAD_ID]
+            )
+        ]
         root_id = F.col(ID)
         for nested in flat.nested:
             result += self._nested(nested, staged, root_id, table, table, out_uri)
@@ -213,7 +220,7 @@ class TableNormalizer:
         )
         take_system_columns(flat, name, root=False, disposition=self.hints.disposition)
         child_id = F.md5(F.concat_ws("|", F.col(PARENT_ID), F.lit(name), F.col(LIST_IDX).cast("string")))
-        columns = [leaf.column.alias(leaf.name) for leaf in flat.leaves]
+        columns = [leaf.selected() for leaf in flat.leaves]
         columns += [inner.column.alias(_NESTED_PREFIX + inner.table) for inner in flat.nested]
         system = [PARENT_ID, LIST_IDX, ID, LOAD_ID] + ([ROOT_ID] if self.root_key else [])
         columns += [
@@ -226,7 +233,11 @@ class TableNormalizer:
         target = f"{out_uri}/{name}"
         write_parquet(exploded.select(*columns), target, "overwrite")
         staged = self.spark.read.parquet(target)
-        result = [self._describe(name, parent_table, root, staged, flat, system)]
+        result = [
+            self._describe(
+                name, parent_table, root, StagedTable(self.spark, target, staged.schema), flat, system
+            )
+        ]
         for inner in flat.nested:
             result += self._nested(inner, staged, F.col(ROOT_ID), root, name, out_uri)
         return result
@@ -236,13 +247,14 @@ class TableNormalizer:
         name: str,
         parent: str | None,
         root: str,
-        staged: DataFrame,
+        staged: StagedTable,
         flat: Flattened,
         system: list[str],
     ) -> NormalizedTable:
-        # One read of the schema: on Spark Connect each ``.schema`` is a round trip that
-        # analyses the whole plan, so a read per column made wide tables cost quadratic time.
-        # (StructType looks a name up field by field: a dict keeps the lookups linear too.)
+        # The schema is read once, by the caller: on Spark Connect each ``.schema`` is a round
+        # trip that analyses the whole plan, so a read per column made wide tables cost
+        # quadratic time. (StructType looks a name up field by field: a dict keeps the
+        # lookups linear too.)
         types = {field.name: field.dataType for field in staged.schema.fields}
         leaves = {leaf.name: types[leaf.name] for leaf in flat.leaves}
         is_root = parent is None

@@ -21,6 +21,11 @@ def typed_rows(spark: SparkSession, rows_uri: str, table: NormalizedTable) -> Da
     ``normalized_table_uri(table.rows_folder)``), typed, with its system columns."""
     schema = nullable_schema(spark.read.parquet(rows_uri).schema)
     staged = spark.read.schema(schema).parquet(rows_uri)
+    names = [spec.name for spec in table.columns] + table.system_columns
+    if all(spec.plain and spec.source == spec.name for spec in table.columns) and names == schema.names:
+        # Every column is read as it is staged, in the staged order: the files are the rows.
+        # No projection, so a wide table's write plans no expression per column.
+        return staged
     columns = [spec.expression() for spec in table.columns]
     columns += [F.col(quote(name)) for name in table.system_columns]
     return staged.select(*columns)
