@@ -54,6 +54,11 @@ class IntervalUnit(enum.Enum):
     def seconds(self) -> int:
         return _UNIT_SECONDS[self]
 
+    @property
+    def is_date_granularity(self) -> bool:
+        """Whole days: its intervals are printed as dates."""
+        return self in (IntervalUnit.YEAR, IntervalUnit.MONTH, IntervalUnit.DAY)
+
     @classmethod
     def of(cls, value: Any) -> IntervalUnit:
         if isinstance(value, IntervalUnit):
