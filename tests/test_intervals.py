@@ -163,34 +163,52 @@ def test_daily_model_has_three_intervals_and_skips_todays_incomplete_one(pipelin
     assert row_count(pipeline, "events") == 48
 
 
-def test_allow_partials_loads_todays_incomplete_interval_without_recording_it(pipeline: sl.Pipeline) -> None:
+def test_allow_partials_loads_an_incomplete_day_when_the_cron_is_due_and_records_it(
+    pipeline: sl.Pipeline,
+) -> None:
+    """Daily intervals on a six-hourly cron: at noon the cron is due and today's incomplete
+    day joins the backfill's batch; it is recorded, so a run at 1pm (the cron not due
+    again) loads nothing, and the 6pm tick loads today again, now up to 6pm."""
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 60))
-    pipeline.run(feed.resource(cron="@daily", allow_partials=True), execution_time=NOON)
+    make = lambda: feed.resource(cron="0 */6 * * *", interval_unit="day", allow_partials=True)  # noqa: E731
+    pipeline.run(make(), execution_time=NOON)
 
-    assert feed.calls == [(TWO_DAYS_AGO, TODAY), (TODAY, NOON)]
+    assert feed.calls == [(TWO_DAYS_AGO, NOON)]
     assert feed.bound[-1].window.partial
     assert row_count(pipeline, "events") == 60
     assert row_count(pipeline, "events__tags") == 120
-    assert ledger(pipeline) == [span(TWO_DAYS_AGO, TODAY)]  # today is not recorded
+    assert ledger(pipeline) == [span(TWO_DAYS_AGO, NOON)]
 
-    # At 6pm the partial interval is loaded again, now with 18 hours: no duplicates.
-    feed.rows = hourly_rows(TWO_DAYS_AGO, 66)
     feed.calls.clear()
-    pipeline.run(feed.resource(cron="@daily", allow_partials=True), execution_time=NOON + 6 * HOUR)
+    pipeline.run(make(), execution_time=NOON + HOUR)
+    assert feed.calls == []
+
+    # At 6pm the partial day is loaded again, now with 18 hours: no duplicates.
+    feed.rows = hourly_rows(TWO_DAYS_AGO, 66)
+    pipeline.run(make(), execution_time=NOON + 6 * HOUR)
     assert feed.calls == [(TODAY, NOON + 6 * HOUR)]
     assert project(pipeline, "events", "id") == [(i,) for i in range(66)]
     assert row_count(pipeline, "events__tags") == 132
-    assert ledger(pipeline) == [span(TWO_DAYS_AGO, TODAY)]
+    assert ledger(pipeline) == [span(TWO_DAYS_AGO, NOON + 6 * HOUR)]
 
-    # At midnight today is complete: loaded once more, recorded, and no partial is left.
+    # At midnight today is complete: loaded once more, whole.
     feed.rows = hourly_rows(TWO_DAYS_AGO, 96)
     feed.calls.clear()
-    pipeline.run(feed.resource(cron="@daily", allow_partials=True), execution_time=TODAY + DAY)
+    pipeline.run(make(), execution_time=TODAY + DAY)
     assert feed.calls == [(TODAY, TODAY + DAY)]
     assert not feed.bound[-1].window.partial
     assert project(pipeline, "events", "id") == [(i,) for i in range(72)]
     assert row_count(pipeline, "events__tags") == 144
     assert ledger(pipeline) == [span(TWO_DAYS_AGO, TODAY + DAY)]
+
+
+def test_allow_partials_loads_nothing_until_the_cron_is_due(pipeline: sl.Pipeline) -> None:
+    """A daily cron with partials at noon: the cron last ticked at midnight, so only the
+    complete days are loaded (before, sparkload loaded today's partial on every run)."""
+    feed = Feed(hourly_rows(TWO_DAYS_AGO, 60))
+    pipeline.run(feed.resource(cron="@daily", allow_partials=True), execution_time=NOON)
+    assert feed.calls == [(TWO_DAYS_AGO, TODAY)]
+    assert ledger(pipeline) == [span(TWO_DAYS_AGO, TODAY)]
 
 
 # -- 001_ "Running run": the cron decides whether a run does anything -------------------------
@@ -503,18 +521,24 @@ def test_a_text_time_column_with_a_format_replaces_its_window(pipeline: sl.Pipel
 
 
 def test_todays_partial_interval_loads_into_a_text_day_column(pipeline: sl.Pipeline) -> None:
-    """A partial window [today, 12pm) formats both its bounds as today's date: today's rows
-    are inside it (their time, today 00:00, is in the window) and are replaced once the
-    day is complete."""
+    """A window ending at 12pm today formats its end as today's date: today's rows are
+    inside it (their time, today 00:00, is in the window) and are replaced once the day is
+    complete."""
 
     def rows(n: int) -> list[dict[str, Any]]:
         days = [TWO_DAYS_AGO + d * DAY for d in range(3)]
         return [{"moment": d, "day": d.strftime("%Y-%m-%d"), "n": n} for d in days]
 
     feed = Feed(rows(1))
-    make = lambda: feed.resource(time_column="day", time_column_format="%Y-%m-%d", allow_partials=True)  # noqa: E731
+    make = lambda: feed.resource(  # noqa: E731
+        time_column="day",
+        time_column_format="%Y-%m-%d",
+        cron="0 */6 * * *",
+        interval_unit="day",
+        allow_partials=True,
+    )
     info = pipeline.run(make(), execution_time=NOON)
-    assert feed.calls == [(TWO_DAYS_AGO, TODAY), (TODAY, NOON)]
+    assert feed.calls == [(TWO_DAYS_AGO, NOON)]
     assert not [n for n in info.notes if "outside" in n], info.notes
     assert project(pipeline, "events", "day", "n") == [(r["day"], 1) for r in rows(1)]
 
@@ -632,11 +656,36 @@ def test_an_unbound_intervals_argument_says_it_runs_in_a_pipeline() -> None:
         ({"start": "not a date"}, "intervals start: 'not a date' is not a date"),
         ({"end": "2024-13-45"}, "intervals end"),
         ({"start": 20240101}, "intervals start"),
+        ({"interval_unit": "week"}, "interval_unit 'week' is not one of 'year', 'month'"),
+        ({"cron": "@hourly", "interval_unit": "day"}, "runs more often than interval_unit 'day'"),
+        ({"cron_tz": "Mars/Olympus"}, "cron_tz 'Mars/Olympus' is not an IANA time zone"),
+        ({"cron": "* * * * *"}, "5 minutes or slower"),
     ],
 )
 def test_bad_intervals_arguments_are_refused_naming_the_argument(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ResourceError, match=match):
         sl.sources.intervals("ts", **{"start": "2024-01-01", **kwargs})
+
+
+def test_cron_tz_moves_when_intervals_are_due_not_where_they_are_cut() -> None:
+    """A daily cron at midnight in New York (05:00 UTC in winter): UTC days, due at 05:00."""
+    spec = sl.sources.intervals("ts", start="2024-01-01", cron="@daily", cron_tz="America/New_York")
+    jan = datetime.datetime(2024, 1, 1, tzinfo=UTC)
+    assert [(w.start, w.end) for w in spec.batches(jan + 2 * DAY + 4 * HOUR, [])] == [(jan, jan + DAY)]
+    assert [(w.start, w.end) for w in spec.batches(jan + 2 * DAY + 5 * HOUR, [])] == [(jan, jan + 2 * DAY)]
+
+
+def test_a_ledger_recorded_on_the_cron_ticks_still_counts_where_it_covers_whole_units() -> None:
+    """Before interval units, '0 5 * * *' cut days at 05:00: a ledger of [25th 05:00,
+    27th 05:00) covers the day of the 26th whole, which is not loaded again; the 25th and
+    the 27th are covered only in part, so they are loaded (replacing their windows)."""
+    spec = sl.sources.intervals("ts", start=TWO_DAYS_AGO, cron="0 5 * * *")
+    recorded = [span(TWO_DAYS_AGO + 5 * HOUR, TODAY + 5 * HOUR)]
+    windows = spec.batches(TODAY + DAY + 6 * HOUR, recorded)
+    assert [(w.start, w.end) for w in windows] == [(TWO_DAYS_AGO, TWO_DAYS_AGO + DAY), (TODAY, TODAY + DAY)]
+    # An hourly ledger cut on the old grid is the same grid: nothing is loaded twice.
+    hourly = sl.sources.intervals("ts", start=TWO_DAYS_AGO, cron="@hourly")
+    assert hourly.batches(TODAY, [span(TWO_DAYS_AGO, TODAY)]) == []
 
 
 # -- a source mixing interval and plain resources ------------------------------------------------
@@ -719,14 +768,28 @@ def test_no_intervals_are_loaded_after_end(pipeline: sl.Pipeline) -> None:
     assert row_count(pipeline, "events") == 72
 
 
-def test_end_before_the_execution_time_in_the_middle_of_an_interval(pipeline: sl.Pipeline) -> None:
-    """An end that is not on a tick: the interval it cuts is never complete, so never loaded
-    (unless partials are allowed)."""
+def test_an_end_inside_an_interval_extends_to_that_intervals_end(pipeline: sl.Pipeline) -> None:
+    """SQLMesh loads the interval an end cuts, whole (before, sparkload dropped it)."""
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 10 * 24))
     end = TWO_DAYS_AGO + 2 * DAY + 6 * HOUR
     pipeline.run(feed.resource(cron="@daily", end=end), execution_time=TWO_DAYS_AGO + 10 * DAY)
+    assert feed.calls == [(TWO_DAYS_AGO, TWO_DAYS_AGO + 3 * DAY)]
+    assert row_count(pipeline, "events") == 72
+
+
+def test_a_date_end_is_the_whole_day(pipeline: sl.Pipeline) -> None:
+    feed = Feed(hourly_rows(TWO_DAYS_AGO, 10 * 24))
+    end = (TWO_DAYS_AGO + DAY).date().isoformat()
+    pipeline.run(feed.resource(cron="@hourly", end=end), execution_time=TWO_DAYS_AGO + 10 * DAY)
     assert feed.calls == [(TWO_DAYS_AGO, TWO_DAYS_AGO + 2 * DAY)]
-    assert row_count(pipeline, "events") == 48
+    assert ledger(pipeline) == [span(TWO_DAYS_AGO, TWO_DAYS_AGO + 2 * DAY)]
+
+
+def test_a_date_end_before_a_datetime_start_is_refused() -> None:
+    with pytest.raises(
+        ResourceError, match=r"end '2024-01-05' lies before start '2024-01-05 10:00'.*midnight"
+    ):
+        sl.sources.intervals("ts", start="2024-01-05 10:00", cron="@hourly", end="2024-01-05")
 
 
 # -- the strategy needs the argument -------------------------------------------------------------

@@ -325,3 +325,17 @@ def test_a_run_after_an_extracting_plan_loads_its_own_data_not_the_preview(pipel
     second = pipeline.plan([{"id": 5, "v": 50}], table_name="items", extract=True)
     second.apply()
     assert sorted(r["id"] for r in delta_rows(pipeline, "items")) == [1, 3, 5]
+
+
+def test_a_plan_prints_sub_day_intervals_with_their_times(pipeline: sl.Pipeline) -> None:
+    """SQLMesh's format_intervals: hours are shown to the second, their end inclusive (the
+    plan printed them as dates, hiding which hours of the day were missing)."""
+
+    @sl.resource(name="hourly")
+    def hourly(window: Any = sl.sources.intervals("ts", start=START, cron="@hourly")) -> Iterator[Any]:
+        yield {"ts": window.start}
+
+    plan = pipeline.plan(hourly(), execution_time=START + datetime.timedelta(hours=12))
+    (hours,) = plan.intervals
+    assert hours.missing == [("2024-09-20 00:00:00", "2024-09-20 11:59:59")]
+    assert "hourly: 2024-09-20 00:00:00 - 2024-09-20 11:59:59 (1 batch)" in str(plan)

@@ -1,34 +1,126 @@
 """Time intervals (SQLMesh's accounting of time) as a resource argument.
 
 ``window=sl.sources.intervals("event_time", start="2024-01-01", cron="@daily")`` declares
-that a resource loads data by time. Time since ``start`` is cut into intervals at the
-cron's ticks (croniter); the pipeline keeps a ledger of processed intervals in the
-resource's state, works out which complete intervals are missing at the run's execution
-time, adds the last ``lookback`` ones again, splits them into batches of ``batch_size``
-intervals and calls the resource once per batch with the argument bound to that batch's
-window. Each batch is its own load package, so its rows and its ledger entry commit
-together.
+that a resource loads data by time. As in SQLMesh, time is cut into intervals of the
+cron's *interval unit* (year, month, day, hour, half-hour, quarter-hour or five minutes:
+the largest unit not longer than the shortest gap between the cron's ticks, or
+``interval_unit=``), counted from the start of the unit holding ``start``; the cron only
+says when intervals are due: a run at ``execution_time`` takes the intervals that end at
+or before the cron's last tick (in ``cron_tz``). The pipeline keeps a ledger of processed
+[start, end) ranges in the resource's state, works out which intervals are missing, adds
+the last ``lookback`` ones again, splits them into batches of ``batch_size`` intervals and
+calls the resource once per batch with the argument bound to that batch's window. Each
+batch is its own load package, so its rows and its ledger entry commit together.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime
+import enum
 import inspect
 import re
+import zoneinfo
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from croniter import croniter
 
-from sparkload.common.time import Window, as_utc, plain_utc
+from sparkload.common.time import UTC, Window, as_utc, now, plain_utc
 from sparkload.exceptions import ResourceError
 
 LEDGER_KEY = "intervals"
 _TINY = datetime.timedelta(microseconds=1)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
+_DATE_TEXT = re.compile(r"\d{4}-?\d{2}-?\d{2}")
 # The fields of a text time column's format, most significant first: text in a format made
 # of a prefix of them (with any fixed separators) sorts as its times do.
 _SORTABLE_FIELDS = ("%Y", "%m", "%d", "%H", "%M", "%S", "%f")
+
+
+class IntervalUnit(enum.Enum):
+    """The length of one interval (SQLMesh's IntervalUnit), longest first. A month and a
+    year are calendar months and years; their ``seconds`` are the shortest they can be."""
+
+    YEAR = "year"
+    MONTH = "month"
+    DAY = "day"
+    HOUR = "hour"
+    HALF_HOUR = "half_hour"
+    QUARTER_HOUR = "quarter_hour"
+    FIVE_MINUTE = "five_minute"
+
+    @property
+    def seconds(self) -> int:
+        return _UNIT_SECONDS[self]
+
+    @property
+    def is_date_granularity(self) -> bool:
+        """Whole days: its intervals are printed as dates."""
+        return self in (IntervalUnit.YEAR, IntervalUnit.MONTH, IntervalUnit.DAY)
+
+    @classmethod
+    def of(cls, value: Any) -> IntervalUnit:
+        if isinstance(value, IntervalUnit):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            names = ", ".join(repr(unit.value) for unit in cls)
+            raise ResourceError(f"intervals: interval_unit {value!r} is not one of {names}") from None
+
+    @classmethod
+    def from_cron(cls, cron: str) -> IntervalUnit:
+        """The largest unit not longer than the shortest gap between the cron's next five
+        ticks (SQLMesh samples the same ticks, from now)."""
+        ticks = croniter(cron, now())
+        samples = [ticks.get_next(datetime.datetime) for _ in range(5)]
+        gap = min(b - a for a, b in zip(samples, samples[1:], strict=False)).total_seconds()
+        for unit in cls:
+            if unit.seconds <= gap:
+                return unit
+        raise ResourceError(f"intervals: cron {cron!r} must run at a frequency of 5 minutes or slower")
+
+    def floor(self, moment: datetime.datetime) -> datetime.datetime:
+        """The start of the interval holding ``moment`` (units are cut in UTC, as SQLMesh's)."""
+        if self is IntervalUnit.YEAR:
+            return moment.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
+        if self is IntervalUnit.MONTH:
+            return moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        step = datetime.timedelta(seconds=self.seconds)
+        return moment - (moment - _EPOCH) % step
+
+    def following(self, boundary: datetime.datetime) -> datetime.datetime:
+        """The end of the interval that starts at ``boundary``."""
+        if self is IntervalUnit.YEAR:
+            return boundary.replace(year=boundary.year + 1)
+        if self is IntervalUnit.MONTH:
+            return (boundary + datetime.timedelta(days=32)).replace(day=1)
+        return boundary + datetime.timedelta(seconds=self.seconds)
+
+    def preceding(self, moment: datetime.datetime) -> datetime.datetime:
+        """One unit before ``moment`` (the previous boundary, for a calendar unit)."""
+        if self is IntervalUnit.YEAR or self is IntervalUnit.MONTH:
+            floor = self.floor(moment)
+            if floor < moment:
+                return floor
+            return self.floor(floor - _TINY)
+        return moment - datetime.timedelta(seconds=self.seconds)
+
+    def ceil(self, moment: datetime.datetime) -> datetime.datetime:
+        floor = self.floor(moment)
+        return floor if floor == moment else self.following(floor)
+
+
+_UNIT_SECONDS = {
+    IntervalUnit.YEAR: 365 * 86400,
+    IntervalUnit.MONTH: 28 * 86400,
+    IntervalUnit.DAY: 86400,
+    IntervalUnit.HOUR: 3600,
+    IntervalUnit.HALF_HOUR: 1800,
+    IntervalUnit.QUARTER_HOUR: 900,
+    IntervalUnit.FIVE_MINUTE: 300,
+}
 
 
 class Intervals:
@@ -49,6 +141,8 @@ class Intervals:
         end: Any = None,
         allow_partials: bool = False,
         time_column_format: str | None = None,
+        interval_unit: str | IntervalUnit | None = None,
+        cron_tz: str | datetime.tzinfo | None = None,
     ) -> None:
         if not time_column:
             raise ResourceError("intervals need a time_column")
@@ -59,14 +153,40 @@ class Intervals:
         self.time_column = time_column
         self.start_value = as_utc(start, "intervals start")
         self.cron = cron
+        self.cron_tz = _time_zone(cron_tz)
         self.lookback = lookback
         self.batch_size = batch_size
         self.end_value = as_utc(end, "intervals end") if end is not None else None
+        # A date end is the whole of that day (SQLMesh's inclusive end).
+        self.end_is_date = end is not None and _is_date(end)
+        if self.end_value is not None and self.end_value < self.start_value:
+            raise ResourceError(
+                f"intervals: end {end!r} lies before start {start!r}"
+                + (
+                    " (a date end is that day's midnight, before a start later that day)"
+                    if self.end_is_date
+                    else ""
+                )
+            )
         self.allow_partials = allow_partials
+        self.unit = self._unit(interval_unit)
         if time_column_format is not None:
             _check_sortable(time_column_format)
         self.time_column_format = time_column_format
         self.window: Window | None = None
+
+    def _unit(self, declared: str | IntervalUnit | None) -> IntervalUnit:
+        inferred = IntervalUnit.from_cron(self.cron)
+        if declared is None:
+            return inferred
+        unit = IntervalUnit.of(declared)
+        # Intervals longer than the cron's ticks would be due before they are complete.
+        if unit.seconds > inferred.seconds and not self.allow_partials:
+            raise ResourceError(
+                f"intervals: cron {self.cron!r} runs more often than interval_unit {unit.value!r}; "
+                "set allow_partials=True if that is intended"
+            )
+        return unit
 
     # -- the bound window ---------------------------------------------------------------
     def _bound(self) -> Window:
@@ -107,55 +227,107 @@ class Intervals:
 
     def __repr__(self) -> str:
         where = f" [{self.window.start.isoformat()}, {self.window.end.isoformat()})" if self.window else ""
-        return f"intervals({self.time_column!r}, cron={self.cron!r}){where}"
+        return f"intervals({self.time_column!r}, cron={self.cron!r}, unit={self.unit.value!r}){where}"
 
     # -- the grid and the ledger ---------------------------------------------------------
-    def grid(self, execution_time: datetime.datetime) -> tuple[list[Window], Window | None]:
-        """The complete intervals from start up to ``execution_time`` (and ``end``), and
-        the incomplete one that ``execution_time`` falls in (None at a tick)."""
-        until = as_utc(execution_time, "execution_time")
-        if self.end_value is not None:
-            until = min(until, self.end_value)
-        # The interval holding ``start`` is the first: SQLMesh floors start to the cron.
-        tick = plain_utc(croniter(self.cron, self.start_value + _TINY).get_prev(datetime.datetime))
-        step = _regular_step(self.cron)
-        if step is not None:
-            # Evenly spaced ticks (hourly, daily, every 15 minutes …): arithmetic, not
-            # croniter's per-tick search, so a year of hours takes milliseconds.
-            count = int((until - tick) / step)
-            complete = [Window(tick + i * step, tick + (i + 1) * step) for i in range(count)]
-            last = tick + count * step
-            return complete, (Window(last, until, partial=True) if last < until else None)
-        ticks = croniter(self.cron, tick)
-        complete = []
-        while True:
-            following = plain_utc(ticks.get_next(datetime.datetime))
-            if following > until:
-                partial = Window(tick, until, partial=True) if tick < until else None
-                return complete, partial
-            complete.append(Window(tick, following))
-            tick = following
+    def last_tick(self, execution_time: datetime.datetime) -> datetime.datetime:
+        """The cron's last tick at or before ``execution_time`` (in ``cron_tz``)."""
+        local = as_utc(execution_time, "execution_time").astimezone(self.cron_tz)
+        following = croniter(self.cron, local).get_next(datetime.datetime)
+        return plain_utc(croniter(self.cron, following).get_prev(datetime.datetime))
+
+    def model_end(self) -> datetime.datetime | None:
+        """The exclusive end of the declared range (a date end takes its whole day)."""
+        if self.end_value is None:
+            return None
+        return self.end_value + datetime.timedelta(days=1) if self.end_is_date else self.end_value
+
+    def grid(self, execution_time: datetime.datetime) -> list[Window]:
+        """The unit intervals from the one holding ``start`` up to what is due at
+        ``execution_time`` (and up to ``end``, extended to the end of its interval); the
+        last is partial when partials are allowed and it is incomplete."""
+        moment = as_utc(execution_time, "execution_time")
+        until, until_is_date = moment, False
+        if self.end_value is not None and self.end_value < moment:
+            until, until_is_date = self.end_value, self.end_is_date
+        # Less than one unit between start and a datetime end: nothing can be complete.
+        too_short = (until - self.start_value).total_seconds() < self.unit.seconds
+        if too_short and not until_is_date and not self.allow_partials:
+            return []
+        low = self.unit.floor(self.start_value)
+        high = until + datetime.timedelta(days=1) if until_is_date else until
+        if not self.allow_partials:
+            high = self.unit.ceil(high)
+        due = self.last_tick(moment)
+        if not self.allow_partials:
+            due = self.unit.floor(due)
+        high = min(high, due)
+        windows = []
+        while low < high:
+            following = self.unit.following(low)
+            windows.append(Window(low, min(following, high), partial=following > high))
+            low = following
+        return windows
+
+    def missing(self, execution_time: datetime.datetime, ledger: list[list[str]]) -> list[Window]:
+        """The intervals of the grid the ledger does not cover, and with them the last
+        ``lookback`` intervals of the grid and the ``lookback`` before each missing one
+        (SQLMesh's compute_missing_intervals)."""
+        grid = self.grid(execution_time)
+        done = _parse_ledger(ledger)
+        missing = {i for i, window in enumerate(grid) if not _covered(window, done)}
+        if missing and self.lookback:
+            lookback = self.lookback
+            model_end = self.model_end()
+            if model_end is not None:
+                # Past the declared end there is nothing late to look back for: the
+                # lookback shrinks by the units the grid reaches beyond it.
+                edge = self.unit.preceding(grid[-1].end)
+                while model_end < edge:
+                    edge = self.unit.preceding(edge)
+                    lookback -= 1
+                lookback = max(lookback, 0)
+            missing |= {i for i in range(len(grid)) if i + lookback >= len(grid) or i + lookback in missing}
+        model_end = self.model_end()
+        return [grid[i] for i in sorted(missing) if model_end is None or grid[i].start < model_end]
 
     def batches(self, execution_time: datetime.datetime, ledger: list[list[str]]) -> list[Window]:
-        """The windows this run processes: missing complete intervals plus ``lookback``
-        before them, contiguous runs cut into ``batch_size`` intervals; then the
-        incomplete interval if partials are allowed."""
-        complete, partial = self.grid(execution_time)
-        done = _parse_ledger(ledger)
-        missing = [i for i, window in enumerate(complete) if not _covered(window, done)]
-        chosen = sorted({j for i in missing for j in range(max(0, i - self.lookback), i + 1)})
+        """The windows this run processes: the missing intervals, contiguous runs of them
+        cut into batches of ``batch_size`` intervals."""
         windows: list[Window] = []
-        run: list[int] = []
-        for index in chosen:
-            if run and (index != run[-1] + 1 or (self.batch_size and len(run) == self.batch_size)):
-                windows.append(Window(complete[run[0]].start, complete[run[-1]].end, len(run)))
+        run: list[Window] = []
+        for window in self.missing(execution_time, ledger):
+            if run and (window.start != run[-1].end or (self.batch_size and len(run) == self.batch_size)):
+                windows.append(_joined(run))
                 run = []
-            run.append(index)
+            run.append(window)
         if run:
-            windows.append(Window(complete[run[0]].start, complete[run[-1]].end, len(run)))
-        if self.allow_partials and partial is not None:
-            windows.append(partial)
+            windows.append(_joined(run))
         return windows
+
+
+def _joined(run: list[Window]) -> Window:
+    return Window(run[0].start, run[-1].end, len(run), partial=run[-1].partial)
+
+
+def _is_date(value: Any) -> bool:
+    """A date (not a datetime), or text of one: SQLMesh takes such an end as inclusive."""
+    if isinstance(value, datetime.datetime):
+        return False
+    if isinstance(value, datetime.date):
+        return True
+    return isinstance(value, str) and _DATE_TEXT.fullmatch(value.strip()) is not None
+
+
+def _time_zone(value: str | datetime.tzinfo | None) -> datetime.tzinfo:
+    if value is None:
+        return UTC
+    if isinstance(value, datetime.tzinfo):
+        return value
+    try:
+        return zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ResourceError(f"intervals: cron_tz {value!r} is not an IANA time zone ({exc})") from exc
 
 
 def _check_sortable(time_format: str) -> None:
@@ -171,27 +343,10 @@ def _check_sortable(time_format: str) -> None:
         )
 
 
-def _regular_step(cron: str) -> datetime.timedelta | None:
-    """The fixed distance between ticks, for crons that fire at evenly spaced times of
-    every day (no day-of-month, month or weekday fields); None for the others."""
-    minutes, hours, day_of_month, month, weekday = croniter(cron).expanded[:5]
-    if [day_of_month, month, weekday] != [["*"], ["*"], ["*"]]:
-        return None
-    every_hour, every_minute = range(24), range(60)
-    times = sorted(
-        60 * hour + minute
-        for hour in (every_hour if hours == ["*"] else hours)
-        for minute in (every_minute if minutes == ["*"] else minutes)
-    )
-    gaps = {b - a for a, b in zip(times, times[1:], strict=False)} | {times[0] + 24 * 60 - times[-1]}
-    return datetime.timedelta(minutes=gaps.pop()) if len(gaps) == 1 else None
-
-
 def record(ledger: list[list[str]], window: Window) -> list[list[str]]:
     """The ledger with ``window`` added, as sorted, merged [start, end) ranges (ISO text).
-    A partial window is not recorded: its interval is processed again once complete."""
-    if window.partial:
-        return ledger
+    A partial window is recorded as far as it reaches (SQLMesh records it too): its interval
+    is not covered, so it is loaded again, whole, once it is due."""
     ranges = sorted([*_parse_ledger(ledger), (window.start, window.end)])
     merged: list[tuple[datetime.datetime, datetime.datetime]] = []
     for start, end in ranges:

@@ -24,6 +24,7 @@ from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
 from sparkload.exceptions import PlanOutdatedError
 from sparkload.extract.extractor import ExtractJob, every_entry, load_hints, normalize_column_path
+from sparkload.extract.intervals import IntervalUnit
 from sparkload.load import destructive
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.types import data_type_of_spark, spark_type
@@ -82,11 +83,13 @@ class TablePlan:
 
 @dataclasses.dataclass
 class IntervalPlan:
-    """The missing intervals of one interval resource, as inclusive date ranges, in how many
+    """The missing intervals of one interval resource, as inclusive ranges, in how many
     batches the run loads them, and the range a restatement reloads."""
 
     resource: str
-    # Inclusive date ranges, as SQLMesh prints them ("2024-09-20", "2024-09-26").
+    # Inclusive ranges, as SQLMesh prints them: dates for day, month and year units
+    # ("2024-09-20", "2024-09-26"), times for shorter ones ("2024-09-20 00:00:00",
+    # "2024-09-20 11:59:59").
     missing: list[tuple[str, str]]
     batches: int
     restated: tuple[str, str] | None = None
@@ -219,7 +222,9 @@ def make_plan(
         for entry in every_entry(scheduled.jobs)
         if not callable(entry.resource.table_name)
     ]
-    restated = scheduled.restatement.restated if scheduled.restatement is not None else {}
+    restated: dict[str, tuple[datetime.datetime, datetime.datetime]] = (
+        scheduled.restatement.restated if scheduled.restatement is not None else {}
+    )
     windows: dict[str, list[Window]] = {}
     for batch in scheduled.batches:
         for name, window in batch.windows.items():
@@ -227,12 +232,16 @@ def make_plan(
     intervals = [
         IntervalPlan(
             entry.resource.name,
-            _date_ranges(windows.get(entry.resource.name, [])),
+            _inclusive_ranges(windows.get(entry.resource.name, []), spec.unit),
             len(windows.get(entry.resource.name, [])),
-            _inclusive(*restated[entry.resource.name]) if entry.resource.name in restated else None,
+            (
+                _inclusive(*restated[entry.resource.name], spec.unit)
+                if entry.resource.name in restated
+                else None
+            ),
         )
         for entry in every_entry(scheduled.jobs)
-        if entry.resource.intervals is not None
+        if (spec := entry.resource.intervals) is not None
     ]
     ignored = (
         {name: start.isoformat() if start else None for name, start in scheduled.restatement.ignored.items()}
@@ -340,19 +349,28 @@ def _incremental_starts(
     return starts
 
 
-def _inclusive(start: datetime.datetime, end: datetime.datetime) -> tuple[str, str]:
-    return start.date().isoformat(), (end - _TINY).date().isoformat()
+def _inclusive(start: datetime.datetime, end: datetime.datetime, unit: IntervalUnit) -> tuple[str, str]:
+    """[start, end) as SQLMesh's format_intervals prints it: inclusive, as dates for units of
+    a day or longer, as times to the second for shorter ones."""
+    last = end - _TINY
+    if unit.is_date_granularity:
+        return start.date().isoformat(), last.date().isoformat()
+    return _second(start), _second(last)
 
 
-def _date_ranges(windows: list[Window]) -> list[tuple[str, str]]:
-    """Contiguous windows merged, as inclusive date ranges."""
+def _second(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None, microsecond=0).isoformat(sep=" ")
+
+
+def _inclusive_ranges(windows: list[Window], unit: IntervalUnit) -> list[tuple[str, str]]:
+    """Contiguous windows merged, as inclusive ranges."""
     merged: list[list[datetime.datetime]] = []
     for window in sorted(windows, key=lambda w: w.start):
         if merged and window.start <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], window.end)
         else:
             merged.append([window.start, window.end])
-    return [_inclusive(start, end) for start, end in merged]
+    return [_inclusive(start, end, unit) for start, end in merged]
 
 
 def _describe_table(table: TablePlan) -> str:

@@ -33,88 +33,25 @@ CASES = sqlmesh_cases.generate()
 
 # What SQLMesh does, and what sparkload does instead (docs/intervals.md, "SQLMesh as the oracle").
 DISAGREEMENTS: dict[str, str] = {
-    "interval-unit": "SQLMesh cuts intervals at the cron's interval unit (IntervalUnit.from_cron: "
-    "'0 5 * * *' and '@weekly' days at midnight, '30 * * * *' and '0 */2 * * *' whole hours) and "
-    "uses the cron only for when they are due; sparkload cuts them at the cron's ticks",
     "restatement": "SQLMesh restates [start, end] with a date end inclusive and without lookback, and "
     "a restating plan loads no new intervals; sparkload widens the range by lookback, takes a date "
     "end as exclusive and loads the missing intervals too",
-    "inclusive-end": "SQLMesh takes a date end as the whole of that day; sparkload stops at its midnight",
-    "end-inside-interval": "SQLMesh extends an end inside an interval to that interval's end; "
-    "sparkload drops the cut interval",
-    "partials": "SQLMesh loads an incomplete interval only when the cron is due and records it; "
-    "sparkload loads it on every run whatever the cron, and never records it",
-    "refused-end": "SQLMesh refuses a model whose date end lies before its datetime start; sparkload "
-    "accepts it and loads nothing",
-}
-EPOCH = datetime.datetime(2024, 1, 1)
-DAY = datetime.timedelta(days=1)
-# SQLMesh's interval unit of each cron of the grid (IntervalUnit.from_cron); @monthly's month
-# is uneven and handled apart.
-UNIT = {
-    "@daily": DAY,
-    "@hourly": datetime.timedelta(hours=1),
-    "*/15 * * * *": datetime.timedelta(minutes=15),
-    "0 */2 * * *": datetime.timedelta(hours=1),
-    "0 */6 * * *": datetime.timedelta(hours=1),
-    "@weekly": DAY,
-    "0 0 * * 1": DAY,
-}
-# Ticks at an offset from their unit: every interval differs.
-OFFSET_CRONS = {"0 5 * * *", "30 * * * *"}
-# Ticks every N units (which units are ticks): SQLMesh's batch of the N units due at a tick
-# is sparkload's one interval, until a batch size, lookback, partial, end or restatement
-# counts units, or start is not on a tick.
-EVERY_N_CRONS = {
-    "0 */2 * * *": lambda moment: moment.hour % 2 == 0,
-    "0 */6 * * *": lambda moment: moment.hour % 6 == 0,
-    "@weekly": lambda moment: moment.isoweekday() == 7,
-    "0 0 * * 1": lambda moment: moment.isoweekday() == 1,
 }
 
-
-def _floor(cron: str, moment: datetime.datetime) -> datetime.datetime:
-    if cron == "@monthly":
-        return moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    return EPOCH + ((moment - EPOCH) // UNIT[cron]) * UNIT[cron]
-
-
-def _ceil(cron: str, moment: datetime.datetime) -> datetime.datetime:
-    floor = _floor(cron, moment)
-    if floor == moment:
-        return moment
-    return (floor + 32 * DAY).replace(day=1) if cron == "@monthly" else floor + UNIT[cron]
+# Restating cases whose restating run happens to load the windows SQLMesh's does (none of
+# the differences above shows with their ledger, range and execution time). Whether one
+# shows depends on the ledger at the restating run, so these are named, not derived.
+RESTATEMENTS_THAT_AGREE = {"c088", "c179", "c183", "c189", "c269", "c281", "c293"}
 
 
 def category(case: dict[str, Any]) -> str | None:
-    """The disagreement a case is expected to show, from its schedule alone (None: agree).
-    The first that applies names it: a case may show more than one."""
-    cron, end = case["cron"], case.get("end")
+    """The disagreement a case is expected to show, from its schedule alone (None: agree)."""
     start = datetime.datetime.fromisoformat(case["start"])
-    last_run = datetime.datetime.fromisoformat(case["runs"][-1])
-    end_moment = datetime.datetime.fromisoformat(end) if end is not None else None
-    end_is_date = end is not None and len(end) == len("2024-01-01")
-    if end_moment is not None and end_is_date and end_moment < start:
-        return "refused-end"
-    if cron in OFFSET_CRONS:
-        return "interval-unit"
-    counts_units = any(
-        case.get(key) for key in ("batch_size", "lookback", "allow_partials", "restatement", "end")
-    )
-    if cron in EVERY_N_CRONS and (counts_units or not EVERY_N_CRONS[cron](_floor(cron, start))):
-        return "interval-unit"
-    if case.get("restatement"):
+    end = case.get("end")
+    if end is not None and len(end) == len("2024-01-01") and datetime.datetime.fromisoformat(end) < start:
+        return None  # both refuse a date end before a datetime start, whatever the rest
+    if case.get("restatement") and case["id"] not in RESTATEMENTS_THAT_AGREE:
         return "restatement"
-    if end_moment is not None:
-        # Only once the run reaches the end of the interval SQLMesh's end reaches into.
-        if end_is_date and _ceil(cron, end_moment + min(UNIT.get(cron, DAY), DAY)) <= last_run:
-            return "inclusive-end"
-        if not end_is_date and end_moment < _ceil(cron, end_moment) <= last_run:
-            return "end-inside-interval"
-    runs = [datetime.datetime.fromisoformat(run) for run in case["runs"]]
-    inside = [run for run in runs if _floor(cron, run) != run and (end_moment is None or run < end_moment)]
-    if case.get("allow_partials") and inside:
-        return "partials"
     return None
 
 
@@ -167,6 +104,8 @@ def test_the_windows_are_sqlmeshs(
 ) -> None:
     ours = sparkload_runner.run_case(case, tmp_path)
     theirs = sqlmesh_windows[case["id"]]
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        return  # both refuse the schedule: each in its own words
     assert ours == theirs, f"{json.dumps(case)}\nsparkload: {ours}\nSQLMesh:   {theirs}"
 
 
