@@ -98,6 +98,9 @@ def _params() -> list[Any]:
     return params
 
 
+# The first case also waits for SQLMesh's side of every case (one child process, minutes on a
+# busy machine): the suite's 600 s per test is not enough for it.
+@pytest.mark.timeout(3600)
 @pytest.mark.parametrize("case", _params())
 def test_the_windows_are_sqlmeshs(
     case: dict[str, Any], sqlmesh_windows: dict[str, Any], tmp_path: Path
