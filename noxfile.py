@@ -110,6 +110,9 @@ JVM_MATRIX = [
     # sql_database backend="spark": a JVM session with PostgreSQL's JDBC driver (a child process).
     "tests/test_sql_database.py::test_backend_spark_reads_postgres_through_jvm_jdbc_incrementally_and_merges",
     "tests/test_sql_database.py::test_backend_spark_without_a_jdbc_source_or_driver_fails_naming_table_and_fix",
+    # A bucket as the destination: hadoop-aws and fs.s3a.* on the JVM sparkload starts
+    # (tests/jvm/test_bucket_log_store.py holds the refusal on delta-spark's default log store).
+    "tests/test_bucket.py",
 ]
 # Apache Spark's own Spark Connect server (JVM, with delta-spark): what differs from the
 # classic JVM session is the client and its protocol, not Delta.
@@ -155,9 +158,12 @@ def cluster(session: nox.Session) -> None:
 def standalone(session: nox.Session) -> None:
     """sparkload on a real Apache Spark standalone cluster (a Master and two Workers from
     PySpark's jars, tests/spark_standalone.py) whose executors cannot see the driver's disk,
-    with the tables in a bucket on a moto S3 server; needs root for the workers' mounts."""
+    with the tables in a bucket on a moto S3 server: the cluster itself, then pipelines whose
+    extracted files the executors read from the bucket (merge with nested tables, append of
+    every item kind, a cursor and a package resumed, intervals, scd2); needs root for the
+    workers' mounts."""
     session.install("-e", ".[spark,test]")
-    session.run("pytest", "--run-standalone", *(session.posargs or ["tests/standalone"]))
+    session.run("pytest", "--run-standalone", *DURATIONS, *(session.posargs or ["tests/standalone"]))
 
 
 @nox.session

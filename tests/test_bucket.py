@@ -17,6 +17,7 @@ from cli_process import sparkload, succeeded
 from conftest import user_columns
 
 import sparkload as sl
+from sparkload.engine.object_store import SINGLE_DRIVER_LOG_STORE
 from sparkload.exceptions import ConfigValueError, EngineError, InvalidNameError
 from sparkload.load import compaction
 from sparkload.pipeline.state import STATE_TABLE
@@ -28,6 +29,14 @@ if TYPE_CHECKING:
 # The S3 server and bucket fixtures (imported by pytest only, so that it rewrites asserts).
 pytest_plugins = ("s3_server",)
 pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(autouse=True)
+def _one_writer_on_the_jvm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test writes its tables from one driver, which a JVM engine is told (else it
+    refuses a bucket on delta-spark's default log store: tests/jvm/test_bucket_log_store.py)."""
+    if engines.current() == "spark":
+        monkeypatch.setenv("ENGINE__DELTA_LOG_STORE", SINGLE_DRIVER_LOG_STORE)
 
 
 def bucket_pipeline(

@@ -26,8 +26,10 @@ pytestmark = pytest.mark.skipif(engines.current() != "embedded", reason="starts 
 
 
 @pytest.fixture
-def hidden_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def hidden_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
     """A Sail server's URL, and the folder that is an empty tmpfs for it."""
+    # A server starting on a busy machine may take longer than the default wait.
+    monkeypatch.setenv("SPARKLOAD_SPARK_CONNECT_TIMEOUT", "120")
     hidden = tmp_path / "hidden"
     hidden.mkdir()
     wrap = [
@@ -49,7 +51,7 @@ def hidden_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 @sl.resource(primary_key="id", write_disposition="merge")
-def customers(rows: list[dict[str, Any]]) -> Iterator[Any]:
+def customers(rows: list[Any]) -> Iterator[Any]:
     yield from rows
 
 
@@ -79,12 +81,16 @@ def test_an_engine_that_cannot_read_the_working_folder_reads_the_extracted_files
         )
     )
     pipeline.run(
-        [customers([{"id": 1, "name": "ada l.", "langs": ["de"]}]), pa.table({"id": [3], "name": ["cy"]})]
+        customers([{"id": 1, "name": "ada l.", "langs": ["de"]}, pa.table({"id": [3], "name": ["cy"]})])
     )
 
     rows = table_rows(lake, "customers", "id")
     assert [(row["id"], row["name"]) for row in rows] == [(1, "ada l."), (2, "bob"), (3, "cy")]
-    assert rows[1]["detail__code"] == "x"
+    # Values of two JSON types in one field: normalize rewrote the rows (split into a
+    # variant column) and the engine read the rewritten files beside the destination.
+    assert [str(v) for k, v in rows[1].items() if k.startswith("detail") and v is not None] == [
+        '{"code":"x"}'
+    ]
     assert sorted(row["value"] for row in table_rows(lake, "customers__langs", "value")) == ["de", "fr"]
     # The copies went with their packages; the working folder keeps no package either.
     copies = lake / "shop" / EXTRACTED_COPIES_FOLDER / "crm"

@@ -68,7 +68,8 @@ class EngineFiles:
             fs, target_path = filesystem(target)
             if isinstance(fs, pafs.LocalFileSystem):
                 # A bucket has no folders to make; a shared disk does.
-                fs.create_dir(target_path.rsplit("/", 1)[0], recursive=True)
+                folder = target_path if path.is_dir() else target_path.rsplit("/", 1)[0]
+                fs.create_dir(folder, recursive=True)
             pafs.copy_files(
                 str(path), target_path, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs
             )
