@@ -85,6 +85,11 @@ def test_local_working_folder_beside_a_bucket_destination_passes_the_engine_chec
     reason="a Sail server in another process takes its S3 settings from its own environment, "
     "so the AWS_ALLOW_HTTP set in the client does not reach it",
 )
+@engines.engine_limit(
+    "spark",
+    reason="a JVM on a local master reads the bucket through S3A, which AWS_ALLOW_HTTP does not "
+    "govern, and is part of this process, so no folder check is made",
+)
 def test_the_folder_the_engine_cannot_read_is_named(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     """Read one by one, the markers still tell which folder the engine misses: with
     AWS_ALLOW_HTTP=false set by the user (and kept), the engine refuses the http:// endpoint
@@ -353,6 +358,11 @@ def test_attach_to_a_pipeline_whose_destination_is_a_bucket(s3_bucket: S3Bucket,
     assert bucket_rows(s3_bucket, attached, "numbered", "n") == [{"n": n} for n in range(1, 5)]
 
 
+@pytest.mark.skipif(
+    engines.current() == "spark",
+    reason="each CLI command starts a JVM of its own, past the test's time limit on a busy "
+    "two-core machine; what the CLI reads in a bucket is engine-independent (embedded run)",
+)
 def test_the_cli_reads_and_drops_a_pipeline_in_a_bucket_without_showing_the_keys(
     s3_bucket: S3Bucket, tmp_path: Path
 ) -> None:

@@ -41,6 +41,7 @@ def check_engine_sees(spark: Any, working_folder: str, other: tuple[str, str]) -
         if key in _seen:
             return _seen[key]
     if _in_this_process(spark):
+        _check_writable(other)
         return True
     logger.debug("checking that the engine reads files written in %s and %s", working_folder, other[1])
     token = uuid.uuid4().hex
@@ -79,6 +80,18 @@ def check_engine_sees(spark: Any, working_folder: str, other: tuple[str, str]) -
     with _lock:
         _seen[key] = sees_working_folder
     return sees_working_folder
+
+
+def _check_writable(other: tuple[str, str]) -> None:
+    """For an engine in this process: no engine job, but a bucket this process cannot write
+    (missing, keys refused) still fails here, in seconds and naming it, rather than at the
+    first write after the engine's own retries. A local folder needs no such check."""
+    folder = Folder(other[1])
+    if folder.is_local:
+        return
+    name = f"sparkload-engine-check-{uuid.uuid4().hex}.txt"
+    _write_marker(other[0], folder, name, name)
+    folder.remove(name)
 
 
 def _in_this_process(spark: Any) -> bool:

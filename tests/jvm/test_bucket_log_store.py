@@ -42,6 +42,7 @@ def run_script(code: str, tmp_path: Path, lake: str, **env: str) -> subprocess.C
         k: v for k, v in os.environ.items() if k not in ("SPARKLOAD_SPARK_REMOTE", "ENGINE__DELTA_LOG_STORE")
     }
     variables.update(SPARKLOAD_SPARK_MASTER="local[1]", **env)
+    tmp_path.mkdir(parents=True, exist_ok=True)
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent(RUN) + textwrap.dedent(code))
     return subprocess.run(
