@@ -93,7 +93,9 @@ def airflow(session: nox.Session) -> None:
 #   statement and each crash-test process starts a JVM, so its run takes the same behaviours
 #   in fewer tests: the dispositions and merges (delta-spark's MERGE), range rewrites,
 #   Spark's own parser reading every literal sparkload writes, compaction, classic
-#   DataFrames as items, Spark's file readers, JDBC reads.
+#   DataFrames as items, Spark's file readers, JDBC reads, a bucket as the destination
+#   (hadoop-aws and fs.s3a.* on the JVM sparkload starts; tests/jvm/test_bucket_log_store.py
+#   holds the refusal on delta-spark's default log store).
 # - `spark_connect`: Apache Spark's own Spark Connect server (JVM, with delta-spark): what
 #   differs from the classic JVM session is the client and its protocol, not Delta, whose
 #   MERGE statements the classic session's run covers.
@@ -137,9 +139,12 @@ def cluster(session: nox.Session) -> None:
 def standalone(session: nox.Session) -> None:
     """sparkload on a real Apache Spark standalone cluster (a Master and two Workers from
     PySpark's jars, tests/spark_standalone.py) whose executors cannot see the driver's disk,
-    with the tables in a bucket on a moto S3 server; needs root for the workers' mounts."""
+    with the tables in a bucket on a moto S3 server: the cluster itself, then pipelines whose
+    extracted files the executors read from the bucket (merge with nested tables, append of
+    every item kind, a cursor and a package resumed, intervals, scd2); needs root for the
+    workers' mounts."""
     session.install("-e", ".[spark,test]")
-    session.run("pytest", "--run-standalone", *(session.posargs or ["tests/standalone"]))
+    session.run("pytest", "--run-standalone", *DURATIONS, *(session.posargs or ["tests/standalone"]))
 
 
 @nox.session

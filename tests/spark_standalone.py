@@ -26,9 +26,16 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import engines
 import pytest
+
+from sparkload.engine.object_store import SINGLE_DRIVER_LOG_STORE
+from sparkload.engine.session import release_session, session_for
+
+if TYPE_CHECKING:
+    from s3_server import S3Bucket
 
 HOST = "127.0.0.1"
 WORKERS = 2
@@ -200,3 +207,32 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand
     logs = tmp_path_factory.mktemp("spark_standalone")
     with running_cluster(logs, hidden_folder(tmp_path_factory)) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def _cluster_session_released(spark_standalone: StandaloneCluster) -> Iterator[str]:
+    """The master's URL; sparkload's session to it is stopped after the tests. The tests
+    write each table from one driver at a time, which they state to sparkload (else it
+    refuses a bucket on delta-spark's default log store, see engine/object_store.py); the
+    session started with it gets the log store settings."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ENGINE__DELTA_LOG_STORE", SINGLE_DRIVER_LOG_STORE)
+        yield spark_standalone.master_url
+        release_session(spark_standalone.master_url)
+
+
+@pytest.fixture
+def cluster_spark(_cluster_session_released: str, s3_bucket: S3Bucket) -> Any:  # noqa: ARG001
+    """sparkload's own session on the cluster's master, started as a pipeline starts it
+    (``session_for`` the ``spark://`` URL; one per URL) with the bucket server's AWS
+    variables set, which its S3A settings are made from (the ``s3_server`` fixtures)."""
+    return session_for(_cluster_session_released)
+
+
+@pytest.fixture
+def on_cluster(
+    spark_standalone: StandaloneCluster, cluster_spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """Pipelines of this test run on the cluster (``SPARKLOAD_SPARK_MASTER``)."""
+    monkeypatch.setenv("SPARKLOAD_SPARK_MASTER", spark_standalone.master_url)
+    return cluster_spark

@@ -17,6 +17,9 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem holding ``uri`` and the path of ``uri`` within it."""
     if "://" not in uri:
         return pafs.LocalFileSystem(), uri
+    if uri[:6].lower() == "s3a://":
+        # Hadoop's name for S3 (a JVM engine's); pyarrow knows the same store as s3://.
+        uri = "s3://" + uri[6:]
     fs, path = pafs.FileSystem.from_uri(uri)
     return fs, str(path)
 

@@ -32,6 +32,9 @@ from sparkload.exceptions import DamagedFileError
 
 # Beside a path dataset (or in a catalog dataset's staging location), by pipeline name.
 PACKAGES_FOLDER = "_sparkload_packages"
+# Beside PACKAGES_FOLDER: the extracted files of packages, copied for an engine that cannot
+# read the pipeline's working folder (a cluster's executors), by pipeline name and load id.
+EXTRACTED_COPIES_FOLDER = "_sparkload_extracted"
 # The staged files of a table, by kind: NDJSON for Python items, Parquet for Arrow and pandas.
 JSON_DIR = "json"
 ARROW_DIR = "arrow"

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from sparkload.engine.jvm import jvm_session
-from sparkload.engine.object_store import s3_values
+from sparkload.engine.object_store import log_store_settings, s3_values
 from sparkload.exceptions import EngineError
 
 _CLUSTER_MASTER = re.compile(r"^spark://.+$")
@@ -38,10 +38,12 @@ def is_cluster_master(url: str) -> bool:
     return bool(_CLUSTER_MASTER.match(url))
 
 
-def cluster_session(master: str, settings: dict[str, str]) -> Any:
-    """A classic SparkSession on the cluster ``master``, with Delta Lake and S3A."""
+def s3a_session(master: str, settings: dict[str, str]) -> Any:
+    """A classic SparkSession on ``master`` (a cluster's, or ``local[...]``: a JVM in this
+    process loads into a bucket the same way), with Delta Lake and S3A."""
     hadoop = f"org.apache.hadoop:hadoop-aws:{hadoop_version()}"
-    return jvm_session(master, {**s3a_settings(s3_values()), **settings}, packages=(hadoop,))
+    conf = {**s3a_settings(s3_values()), **log_store_settings(), **settings}
+    return jvm_session(master, conf, packages=(hadoop,))
 
 
 def hadoop_version() -> str:

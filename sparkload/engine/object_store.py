@@ -20,6 +20,15 @@ the writer retries on the next one. sparkload sets that value when the variable 
 depend on its client's defaults), keeps another the user set (``dynamo:<table>``, a lock
 table, is exclusive too), and refuses ``disabled``, with which Sail cannot commit to S3.
 
+On a JVM Spark (delta-spark), a Delta commit to S3 goes through the log store of the URL's
+scheme (``spark.delta.logStore.s3a.impl``). Its default, ``S3SingleDriverLogStore``, keeps
+two writers apart only inside one driver: two processes can each write the same version and
+one commit is lost. So a bucket destination on a JVM session is refused unless the log store
+is chosen: in the session's settings (``io.delta.storage.S3DynamoDBLogStore`` for several
+writers), or by stating in sparkload's config (``[engine] delta_log_store``) that one driver
+at a time writes (``io.delta.storage.S3SingleDriverLogStore``); a JVM that sparkload starts
+gets that value as its log store settings.
+
 No value read here reaches a log line or an exception: messages name settings only.
 """
 
@@ -99,6 +108,60 @@ def _require_exclusive_commits() -> None:
 def _set(variable: str, value: str) -> None:
     os.environ[variable] = value
     logger.debug("set %s for this process's S3 clients", variable)
+
+
+DELTA_LOG_STORE_CONFIG = "engine.delta_log_store"
+SINGLE_DRIVER_LOG_STORE = "io.delta.storage.S3SingleDriverLogStore"
+MULTI_WRITER_LOG_STORE = "io.delta.storage.S3DynamoDBLogStore"
+
+
+def log_store_key(scheme: str) -> str:
+    return f"spark.delta.logStore.{scheme}.impl"
+
+
+def log_store_settings() -> dict[str, str]:
+    """The log store settings for a JVM that sparkload starts: those of ``[engine]
+    delta_log_store`` for ``s3://`` and ``s3a://`` (nothing when it is unset)."""
+    chosen = config.get(DELTA_LOG_STORE_CONFIG)
+    if chosen is None:
+        return {}
+    return {log_store_key(scheme): str(chosen) for scheme in sorted(S3_SCHEMES)}
+
+
+def refuse_unsafe_jvm_commits(spark: object, uri: str) -> None:
+    """Refuse a bucket ``uri`` on a classic JVM session whose Delta commits to it are not
+    known to be exclusive (see the module's text); other engines and URLs pass."""
+    if not is_s3_url(uri) or "connect" in type(spark).__module__:
+        return
+    scheme = urllib.parse.urlsplit(uri).scheme.lower()
+    key = log_store_key(scheme)
+    try:
+        conf = spark.sparkContext.getConf()  # type: ignore[attr-defined]
+    except Exception:
+        return  # not a classic session: nothing of delta-spark's to ask
+    # What delta-spark reads: the session's Spark settings, fixed when it started.
+    if conf.get(key) or conf.get("spark.delta.logStore.class"):
+        return
+    chosen = config.get(DELTA_LOG_STORE_CONFIG)
+    if chosen is not None and str(chosen) == SINGLE_DRIVER_LOG_STORE:
+        return  # the default store, which one driver at a time may use
+    if chosen is not None:
+        raise ConfigValueError(
+            f"{DELTA_LOG_STORE_CONFIG} is set, but this JVM Spark session was started without "
+            f"{key}: a log store is chosen when the session starts; start it with "
+            f"{key} set (sparkload sets it on a session it starts)",
+            key=DELTA_LOG_STORE_CONFIG,
+        )
+    raise ConfigValueError(
+        f"the JVM Spark engine (delta-spark) commits to {scheme}:// through its default log store, "
+        f"{SINGLE_DRIVER_LOG_STORE}, which keeps two writers apart only inside one driver: two "
+        f"processes loading this destination could each take a commit's version and one commit "
+        f"would be lost. Choose the log store: {key}={MULTI_WRITER_LOG_STORE} (with its DynamoDB "
+        f"table, package io.delta:delta-storage-s3-dynamodb) in the session's settings for several "
+        f'writers, or [engine] delta_log_store = "{SINGLE_DRIVER_LOG_STORE}" in sparkload\'s config '
+        f"(ENGINE__DELTA_LOG_STORE) to state that one driver at a time writes it",
+        key=key,
+    )
 
 
 def s3_values() -> dict[str, str]:

@@ -54,10 +54,10 @@ def session_for(url: str) -> Any:
         if session is None:
             if url.startswith("sc://"):
                 session = connect.connect(url, SESSION_CONF)
-            elif jvm_cluster.is_cluster_master(url):
-                session = jvm_cluster.cluster_session(url, SESSION_CONF)
             elif jvm.is_master_url(url):
-                session = jvm.jvm_session(url, SESSION_CONF)
+                # A cluster's master or a local one: the same S3A settings and hadoop-aws,
+                # so that a bucket destination works on either.
+                session = jvm_cluster.s3a_session(url, SESSION_CONF)
             else:
                 raise EngineError(
                     "spark must be a SparkSession, a Spark Connect URL (sc://host:15002) or a JVM "

@@ -33,7 +33,7 @@ from sparkload.extract.mark import MarkedItem
 from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, dumps_rows, explain_failure
 from sparkload.extract.spark_frames import check_session, staged_columns
-from sparkload.extract.storage import ImportedFileError, TableFiles
+from sparkload.extract.storage import EngineFiles, ImportedFileError, TableFiles
 
 # Items that are not dicts but values, each loaded as a row {"value": item}, as dlt does
 # (numpy scalars too, told by their module).
@@ -210,7 +210,8 @@ class Extractor:
     """Writes every item of the resources of its jobs into ``extracted_dir``.
 
     ``spark`` gives the pipeline's SparkSession (starting the engine if need be): Spark
-    DataFrame items are written by it."""
+    DataFrame items are written by it. ``engine_files`` says where the engine reads the
+    files (by default, where they are written)."""
 
     def __init__(
         self,
@@ -218,8 +219,10 @@ class Extractor:
         progress: ExtractProgress | None = None,
         on_file_closed: Callable[[str, Path], None] | None = None,
         spark: Callable[[], Any] | None = None,
+        engine_files: EngineFiles | None = None,
     ) -> None:
         self.extracted_dir = extracted_dir
+        self._engine_files = engine_files
         self._spark = spark
         self.tables: dict[str, ExtractedTable] = {}
         self._files: dict[str, TableFiles] = {}  # by normalized table name
@@ -615,7 +618,7 @@ class Extractor:
             if self._on_file_closed is not None:
                 notify = self._on_file_closed
                 listener = lambda path, name=name: notify(name, path)  # noqa: E731
-            files = TableFiles(self.extracted_dir / name, listener)
+            files = TableFiles(self.extracted_dir / name, listener, self._engine_files)
             self._files[name] = files
         return files
 

@@ -8,6 +8,7 @@ beside them as they are.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import threading
@@ -19,9 +20,11 @@ from typing import Any, BinaryIO
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from sparkload.common.engine_family import write_parquet
+from sparkload.common.folder import Folder, filesystem, list_entries
 from sparkload.common.package import ARROW_DIR, JSON_DIR, SPARK_DIR, SPARK_PART_PREFIX
 from sparkload.common.tags import TAG_JSON, TAG_STRING, TAG_TIME
 from sparkload.extract.items import to_arrow
@@ -36,6 +39,62 @@ STAGED_STATISTICS = False
 _ROTATE_BYTES = 16 * 1024 * 1024
 
 
+@dataclasses.dataclass(frozen=True)
+class EngineFiles:
+    """Where the engine reads the files of one package's extracted folder ``local``.
+
+    An engine whose tasks read this machine's disk (the embedded one, a JVM on a ``local``
+    master) reads them where extract writes them: ``remote`` is None and nothing is copied.
+    A cluster's executors cannot read this machine's disk, so each finished file is copied
+    to the same place under ``remote`` (a folder in the destination's bucket) and the engine
+    is given that copy; the engine writes Spark DataFrame items there directly. The local
+    files stay, for the work this process does on them (the check for cut lines, the split
+    of conflicting values), and the manifests stay in the working folder.
+    """
+
+    local: Path
+    remote: str | None = None
+
+    def engine_path(self, path: Path) -> str:
+        """Where the engine finds ``path`` (a file or folder under ``local``)."""
+        if self.remote is None:
+            return str(path)
+        return f"{self.remote}/{path.relative_to(self.local).as_posix()}"
+
+    def publish(self, path: Path) -> str:
+        """Make the file or folder ``path`` readable by the engine; returns where it reads it."""
+        target = self.engine_path(path)
+        if self.remote is not None:
+            fs, target_path = filesystem(target)
+            if isinstance(fs, pafs.LocalFileSystem):
+                # A bucket has no folders to make; a shared disk does.
+                folder = target_path if path.is_dir() else target_path.rsplit("/", 1)[0]
+                fs.create_dir(folder, recursive=True)
+            pafs.copy_files(
+                str(path), target_path, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs
+            )
+        return target
+
+    def publish_all(self) -> None:
+        """Copy every extracted file where the engine reads them, unless they are there: a
+        package extracted by an engine that read this disk, normalized by one that cannot."""
+        if self.remote is None or Folder(self.remote).exists() or not self.local.is_dir():
+            return
+        self.publish(self.local)
+
+
+def parquet_rows(uri: str) -> int:
+    """The rows of the Parquet files directly in the folder ``uri`` (local or in a bucket),
+    from their footers: no engine job."""
+    fs, path = filesystem(uri)
+    rows = 0
+    for info in list_entries(fs, path):
+        if info.type == pafs.FileType.File and info.base_name.endswith(".parquet"):
+            with fs.open_input_file(info.path) as handle:
+                rows += pq.ParquetFile(handle).metadata.num_rows
+    return rows
+
+
 class TableFiles:
     """Writes the staged files of one table and counts the rows written.
 
@@ -43,8 +102,14 @@ class TableFiles:
     holds a lock (uncontended, it costs next to nothing: the hot loop writes in batches).
     """
 
-    def __init__(self, table_dir: Path, on_file_closed: Callable[[Path], None] | None = None) -> None:
+    def __init__(
+        self,
+        table_dir: Path,
+        on_file_closed: Callable[[Path], None] | None = None,
+        engine: EngineFiles | None = None,
+    ) -> None:
         self.table_dir = table_dir
+        self._engine = engine or EngineFiles(table_dir)
         self._on_file_closed = on_file_closed
         self._lock = threading.Lock()
         self.rows = 0
@@ -85,7 +150,9 @@ class TableFiles:
             part = self._arrow_parts
             self._arrow_parts += 1
             self.rows += table.num_rows
-        pq.write_table(staged, target / f"part-{part:05d}.parquet", write_statistics=STAGED_STATISTICS)
+        path = target / f"part-{part:05d}.parquet"
+        pq.write_table(staged, path, write_statistics=STAGED_STATISTICS)
+        self._engine.publish(path)
 
     def write_spark(self, frame: Any) -> None:
         """Have the engine write ``frame`` (a Spark DataFrame with staged columns) as one
@@ -99,6 +166,9 @@ class TableFiles:
             target.mkdir(parents=True, exist_ok=True)
             part = self._spark_parts
             self._spark_parts += 1
+        if self._engine.remote is not None:
+            self._write_spark_remote(frame, target / f"{SPARK_PART_PREFIX}{part:05d}")
+            return
         temporary = target / f".writing-{part:05d}-{uuid.uuid4().hex}"
         write_parquet(frame, str(temporary), "error")
         # The row count from the Parquet footers of the local folder: no engine job.
@@ -111,6 +181,21 @@ class TableFiles:
             shutil.rmtree(temporary, ignore_errors=True)
             return
         os.rename(temporary, target / f"{SPARK_PART_PREFIX}{part:05d}")
+        with self._lock:
+            self.rows += rows
+
+    def _write_spark_remote(self, frame: Any, part: Path) -> None:
+        """The engine writes ``frame`` straight where it reads it (its executors write to the
+        bucket); the empty local folder ``part``, made once the write has finished, is what
+        tells normalize the part is whole, as the rename does on local disk."""
+        uri = self._engine.engine_path(part)
+        # Overwrite: what an earlier, cut-short write of this part left is replaced.
+        write_parquet(frame, uri, "overwrite")
+        rows = parquet_rows(uri)
+        if rows == 0:
+            Folder(uri).delete()
+            return
+        part.mkdir()
         with self._lock:
             self.rows += rows
 
@@ -130,6 +215,7 @@ class TableFiles:
                 path = target / f"part-{self._arrow_parts:05d}.parquet"
                 self._arrow_parts += 1
         rows = stage_jsonl(source, path) if kind == JSON_DIR else stage_parquet(source, path)
+        self._engine.publish(path)
         with self._lock:
             self.rows += rows
         if kind == JSON_DIR and self._on_file_closed is not None:
@@ -165,6 +251,7 @@ class TableFiles:
         self._json_file.close()
         self._json_file = None
         self._json_written = 0
+        self._engine.publish(self._json_path)
         if self._on_file_closed is not None:
             self._on_file_closed(self._json_path)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -55,11 +56,12 @@ def needs_rewrite(exc: Exception) -> bool:
     return is_json_type_conflict(exc) or is_schema_too_deep(exc) or is_case_ambiguity(exc)
 
 
-def infer_json_schema(spark: Any, path: str) -> T.StructType:
+def infer_json_schema(spark: Any, path: str, engine_path: str | None = None) -> T.StructType:
     """The file's schema, its fields in the order of the file's first record: JVM Spark
     sorts inferred fields by name, Sail keeps them as seen, and a table's columns (and the
-    order of its nested tables) must not depend on the engine."""
-    schema: T.StructType = spark.read.options(**INFER_ALL).json(path).schema
+    order of its nested tables) must not depend on the engine. The engine reads the file at
+    ``engine_path`` (its copy in a bucket, for a cluster), this process at ``path``."""
+    schema: T.StructType = spark.read.options(**INFER_ALL).json(engine_path or path).schema
     with open(path, "rb") as staged:
         first = staged.readline()
     ordered = ordered_like(schema, orjson.loads(first)) if first.strip() else schema
@@ -117,8 +119,10 @@ def merge_structs(left: T.StructType, right: T.StructType) -> T.StructType:
 class SchemaInference:
     """Infers the schema of each staged file as soon as it is closed."""
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: Any, engine_path: Callable[[Path], str] = str) -> None:
         self._spark = spark
+        # Where the engine reads a closed file (EngineFiles.engine_path).
+        self._engine_path = engine_path
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="sparkload-infer"
         )
@@ -126,7 +130,7 @@ class SchemaInference:
         self._lock = threading.Lock()
 
     def file_closed(self, table: str, path: Path) -> None:
-        future = self._pool.submit(infer_json_schema, self._spark, str(path))
+        future = self._pool.submit(infer_json_schema, self._spark, str(path), self._engine_path(path))
         with self._lock:
             self._futures.setdefault(table, []).append(future)
 

@@ -30,6 +30,7 @@ from sparkload.common.package import ARROW_DIR, JSON_DIR, SPARK_DIR, SPARK_PART_
 from sparkload.common.sql import quote
 from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
 from sparkload.exceptions import DamagedFileError, NormalizeError
+from sparkload.extract.storage import EngineFiles
 from sparkload.normalize.columns import Flattened, NestedList, case_collisions, flatten, flatten_element
 from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_types, split_conflicts
 from sparkload.normalize.hinted_collisions import refuse_hints_on_collided_columns
@@ -102,10 +103,17 @@ class TableNormalizer:
         self.column_hints = hints.columns
 
     def normalize(
-        self, table: str, extracted: Path, out_uri: str, json_schema: str | None = None
+        self,
+        table: str,
+        extracted: Path,
+        out_uri: str,
+        json_schema: str | None = None,
+        engine_files: EngineFiles | None = None,
     ) -> list[NormalizedTable]:
         """Normalize one extracted table into Parquet folders under ``out_uri`` (one per
-        table); ``json_schema`` is its staged NDJSON's schema if extraction inferred it."""
+        table); ``json_schema`` is its staged NDJSON's schema if extraction inferred it;
+        ``engine_files`` says where the engine reads the extracted files (by default, here)."""
+        self._engine_files = engine_files or EngineFiles(extracted)
         refuse_cut_lines(extracted / JSON_DIR, self.load_id, table)
         schema = T._parse_datatype_json_string(json_schema) if json_schema else None
         preferred = preferred_types(
@@ -127,6 +135,7 @@ class TableNormalizer:
         logger.info("table '%s': rewriting staged rows the engine cannot read as they are", table)
         split_dir = extracted / "json_split"
         split_conflicts(extracted / JSON_DIR, split_dir, preferred, table, self.max_nesting)
+        self._engine_files.publish(split_dir)
         return self._normalize(table, self._read(extracted, json_dir=split_dir), out_uri)
 
     def _read(self, extracted: Path, json_dir: Path | None = None, schema: Any = None) -> DataFrame:
@@ -136,9 +145,9 @@ class TableNormalizer:
             reader = (
                 self.spark.read.schema(schema) if schema is not None else self.spark.read.options(**INFER_ALL)
             )
-            frames.append(reader.json(str(json_dir)))
+            frames.append(reader.json(self._engine_files.engine_path(json_dir)))
         if (extracted / ARROW_DIR).exists():
-            frames.append(self.spark.read.parquet(str(extracted / ARROW_DIR)))
+            frames.append(self.spark.read.parquet(self._engine_files.engine_path(extracted / ARROW_DIR)))
         # Each Spark DataFrame item is a folder of its own, with its own schema; they are
         # staged as Arrow items are, so they are read alike. Only finished folders count.
         spark_dir = extracted / SPARK_DIR
@@ -146,7 +155,7 @@ class TableNormalizer:
             parts = sorted(
                 p for p in spark_dir.iterdir() if p.is_dir() and p.name.startswith(SPARK_PART_PREFIX)
             )
-            frames += [self.spark.read.parquet(str(part)) for part in parts]
+            frames += [self.spark.read.parquet(self._engine_files.engine_path(part)) for part in parts]
         if not frames:
             raise NormalizeError(f"nothing was staged in {extracted}")
         frame = frames[0]

@@ -27,6 +27,7 @@ from sparkload.common.hints import LoadHints, TimeRangeSpec
 from sparkload.common.naming import normalize_dataset_name, normalize_table_name
 from sparkload.common.package import (
     EXTRACT_MANIFEST,
+    EXTRACTED_COPIES_FOLDER,
     LOADED_MANIFEST,
     NORMALIZE_MANIFEST,
     PLANNED_MANIFEST,
@@ -38,6 +39,7 @@ from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.time import Window, as_utc, now
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
+from sparkload.engine.object_store import refuse_unsafe_jvm_commits
 from sparkload.engine.session import is_own_session
 from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import (
@@ -57,8 +59,9 @@ from sparkload.extract.extractor import (
     normalize_column_path,
 )
 from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
+from sparkload.extract.storage import EngineFiles
 from sparkload.load import destructive
-from sparkload.load.dataset import Dataset
+from sparkload.load.dataset import Dataset, PathDataset
 from sparkload.load.loader import Loader
 from sparkload.normalize.contracts import apply_contract_to_hints, apply_schema_contract
 from sparkload.normalize.expectations import apply_expectations
@@ -235,6 +238,9 @@ class Pipeline:
         self._lock = RunLock(pipelines_dir / f".{pipeline_name}.lock", pipeline_name)
         self._spark_arg = spark
         self._spark: Any = None
+        # Whether the engine's tasks read this machine's working folder (the engine check
+        # says, when the engine starts); if not, the extracted files go to the destination.
+        self._engine_reads_working_dir = True
         self._state: dict[str, Any] | None = None
         # Whether _state was compared with the destination's since it was last read.
         self._state_synced = False
@@ -268,7 +274,12 @@ class Pipeline:
         if self._spark is None:
             spark = resolve_spark(self._spark_arg)
             require_delta(spark)
-            check_engine_sees(spark, self._reachable_dir, self.destination_dataset.checked_folder)
+            # Before any file reaches the destination: the engine check writes markers there.
+            if isinstance(self.destination_dataset, PathDataset):
+                refuse_unsafe_jvm_commits(spark, self.destination_dataset.uri)
+            self._engine_reads_working_dir = check_engine_sees(
+                spark, self._reachable_dir, self.destination_dataset.checked_folder
+            )
             self._spark = spark
         return self._spark
 
@@ -292,6 +303,33 @@ class Pipeline:
     @property
     def _extracted(self) -> Folder:
         return Folder(f"{self._reachable_dir}/{self.packages_dir.name}")
+
+    @property
+    def _extracted_copies(self) -> Folder:
+        """Where the engine reads extracted files when it cannot read the working folder:
+        ``<dataset>/_sparkload_extracted/<pipeline>/<load_id>/<table>/...``, beside the
+        staged packages (a folder of its own, so that no listing of those takes it for one)."""
+        base = self._staged.uri.rsplit("/", 2)[0]
+        return Folder(f"{base}/{EXTRACTED_COPIES_FOLDER}/{self.pipeline_name}")
+
+    def _engine_files(self, package: LoadPackage) -> EngineFiles:
+        """Where the engine reads ``package``'s extracted files (starts the engine)."""
+        self.spark  # noqa: B018 - the engine check decides
+        if self._engine_reads_working_dir:
+            return EngineFiles(package.extracted_dir)
+        return EngineFiles(package.extracted_dir, self._extracted_copies.child(package.load_id).uri)
+
+    def _delete_extracted(self, package: LoadPackage) -> None:
+        """Delete an extracted package, with the copy of its files the engine read."""
+        package.delete()
+        if not self._engine_reads_working_dir:
+            self._extracted_copies.child(package.load_id).delete()
+
+    def _delete_all_extracted(self) -> None:
+        """Delete every extracted package, with any copies of their files (whichever engine
+        made them: no engine need start for this)."""
+        self._extracted.delete()
+        self._extracted_copies.delete()
 
     @property
     def _staged(self) -> Folder:
@@ -589,12 +627,17 @@ class Pipeline:
         load_id = _new_load_id()
         package = LoadPackage(self._extracted, load_id)
         with pipeline_step(
-            "extract", load_id, trace=trace, progress=self.progress, cleanup=package.delete
+            "extract",
+            load_id,
+            trace=trace,
+            progress=self.progress,
+            cleanup=functools.partial(self._delete_extracted, package),
         ) as step:
             # A refresh's package starts from the state without what it drops.
             base = refresh.state if refresh is not None else self._extract_base()
             working_state = copy.deepcopy(base)
-            inference = SchemaInference(self.spark)
+            engine_files = self._engine_files(package)
+            inference = SchemaInference(self.spark, engine_files.engine_path)
             try:
                 with context.extraction(self, working_state, batch.windows, clock):
                     extractor = Extractor(
@@ -602,6 +645,7 @@ class Pipeline:
                         self.progress,
                         inference.file_closed,
                         spark=lambda: self.spark,
+                        engine_files=engine_files,
                     )
                     tables = extractor.run(batch.jobs)
             except BaseException:
@@ -642,7 +686,7 @@ class Pipeline:
         done = []
         for package in list_packages(self._extracted):
             if not package.is_extracted():
-                package.delete()  # an extract that never finished: its items were not consumed
+                self._delete_extracted(package)  # an extract that never finished: its items were not consumed
                 continue
             staged = LoadPackage(self._staged, package.load_id)
             if not staged.is_normalized():
@@ -652,7 +696,7 @@ class Pipeline:
                 ) as step:
                     step.tables = _normalized_counts(self._normalize_package(package, staged))
             # The staged package now carries everything the load needs.
-            package.delete()
+            self._delete_extracted(package)
             done.append(package.load_id)
         return done
 
@@ -670,11 +714,15 @@ class Pipeline:
         # compares hints with; read once, before the tables normalize side by side, and only
         # where a contract asks (it reads the committed state).
         judged = any(_judges_hints(extracted.hints) for extracted in extracted_tables)
+        engine_files = self._engine_files(package)
+        engine_files.publish_all()
         committed = self._synced_state() if judged else {}
         # Tables normalize independently of each other: side by side, so that the engine
         # calls of many small tables overlap.
         tasks = [
-            functools.partial(self._normalize_table, package, staged, extracted, dropped, committed)
+            functools.partial(
+                self._normalize_table, package, staged, extracted, dropped, committed, engine_files
+            )
             for extracted in extracted_tables
             if extracted.rows
         ]
@@ -702,6 +750,7 @@ class Pipeline:
         extracted: ExtractedTable,
         dropped: frozenset[str],
         committed: Mapping[str, Any],
+        engine_files: EngineFiles,
     ) -> list[NormalizedTable]:
         """One extracted table, with its nested tables; ``dropped`` are the tables the load's
         refresh drops, which the schema contract judges as not there (as dlt does);
@@ -726,7 +775,11 @@ class Pipeline:
             )
             normalizer = TableNormalizer(self.spark, package.load_id, hints, destination_schema)
             tables = normalizer.normalize(
-                name, package.extracted_table_dir(name), staged.normalized_uri, extracted.json_schema
+                name,
+                package.extracted_table_dir(name),
+                staged.normalized_uri,
+                extracted.json_schema,
+                engine_files,
             )
             _refuse_lost_rows(package, extracted, tables[0].rows)
             # The schema contract judges against the tables as they are, replaced or not,
@@ -871,7 +924,7 @@ class Pipeline:
         loaded from the same cursors, and the next extract starts from the state it
         committed, so a scheduled job carries on without loading a row twice or needing a
         person to drop the packages."""
-        self._extracted.delete()
+        self._delete_all_extracted()
         self._staged.delete()
         self._state_synced = False
         note = (
@@ -885,7 +938,7 @@ class Pipeline:
     def drop_pending_packages(self) -> None:
         """Discard load packages that were extracted but not loaded (dlt's method); tables
         a partly loaded package already committed keep its rows."""
-        self._extracted.delete()
+        self._delete_all_extracted()
         self._staged.delete()
 
     @property
