@@ -1,14 +1,19 @@
 """Delta on Apache Spark: a nested table's commits read and rewrite what the load changed,
-not every root row. Asserted on what the commits did (the Delta log's operationMetrics,
-the plans Spark ran), never on timings. Runs with ``--engine=spark``."""
+not every root row, and a write cuts files of about the target size. Asserted on what the
+commits did (the Delta log's operationMetrics, the files, the plans Spark ran), never on
+timings. Runs with ``--engine=spark``."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import delta_history, delta_rows
 
 import sparkload as sl
+from sparkload.load import table
 
 
 def executed_plans(spark: Any) -> list[str]:
@@ -64,3 +69,21 @@ def test_a_nested_merge_takes_the_replaced_root_ids_and_the_loads_rows_and_reads
     tags = sorted(row["value"] for row in delta_rows(pipeline, "t__tags"))
     expected = [*items(0, 100, "x"), *items(100, 150, "y"), *items(150, 160, "z"), *items(160, 200, "y")]
     assert tags == sorted(tag for item in expected for tag in item["tags"])
+
+
+def test_a_load_writes_files_of_about_the_target_size_where_the_engine_ignores_it(
+    pipeline: sl.Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """delta-spark takes no ``target_file_size``: the rows per file come from the package
+    (its rows and the bytes they take there), so a merge later rewrites narrow files."""
+    target = 64 * 1024
+    monkeypatch.setattr(table, "TARGET_FILE_SIZE", target)
+    # Values that do not compress: the files' size follows the rows.
+    rows = [{"id": i, "v": os.urandom(48).hex()} for i in range(6000)]
+    pipeline.run(rows, table_name="wide", write_disposition="merge", primary_key="id")
+
+    folder = Path(pipeline.dataset_uri) / "wide"
+    sizes = [file.stat().st_size for file in folder.glob("*.parquet")]
+    assert len(sizes) >= 5, sizes  # about 6,000 × 100 bytes / 64 KiB
+    assert max(sizes) < 1.5 * target, sizes
+    assert len(delta_rows(pipeline, "wide")) == 6000
