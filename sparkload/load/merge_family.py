@@ -216,6 +216,10 @@ def _replace_bounded(family: MergeFamily, target: DeltaTable, loaded: DataFrame)
 
         range_rewrite.rewrite(target, predicate, change, family.load_id)
         return True
+    if root.version() != version:
+        # The root has moved on since (or another load's commit carries this tag, as when
+        # two loads share a session): the removed ids may not be all that went.
+        return False
     bounded = merge_sql.either(*[found.sql(merge_sql.TARGET) for found in ranges])
     merge_sql.merge_into(
         target,
