@@ -212,12 +212,6 @@ def lists_by_id(pipeline: sl.Pipeline) -> dict[int, list[str]]:
     return {key: [value for _, value in sorted(items)] for key, items in lists.items()}
 
 
-@engines.engine_limit(
-    "spark",
-    "spark-connect",
-    reason="on Delta with Apache Spark nested rows are replaced by a MERGE that reads the "
-    "whole nested table (WHEN NOT MATCHED BY SOURCE), not by a range rewrite",
-)
 @pytest.mark.parametrize("strategy", ["delete-insert", "upsert"])
 def test_nested_rows_of_replaced_root_rows_are_replaced_reading_only_their_files(
     pipeline: sl.Pipeline, strategy: str

@@ -44,6 +44,13 @@ def merge_skips_files(spark: Any) -> bool:
     return is_apache_spark(spark)
 
 
+def ignores_target_file_size(spark: Any) -> bool:
+    """Whether the engine's Delta writes ignore the ``target_file_size`` option and cut a
+    file only per task (Delta on Apache Spark: yes, ``maxRecordsPerFile`` bounds them
+    instead; Sail 0.7 cuts files at the size)."""
+    return is_apache_spark(spark)
+
+
 def reader_paths_are_globs(spark: Any) -> bool:
     """Whether the engine's file readers take a path as a Hadoop glob (Apache Spark:
     ``{}[]*?`` match, a backslash escapes, ``%`` is a plain character) rather than as a URL

@@ -74,6 +74,13 @@ def create_or_merge(
     merge(table)
 
 
+def made_by(table: DeltaTable, load_id: str) -> bool:
+    """Whether ``table`` is as this load's create left it: its first commit (version 0) is
+    the load's and no commit has come after it (another writer that created it first, or
+    committed to it since, makes this False)."""
+    return table.version() == 0 and table.committed_by(load_id) == 0
+
+
 def lost_create_race(table: DeltaTable, load_id: str, creates: Creates) -> bool:
     """Whether this load's create of ``table`` landed after another writer's first commit:
     the load's first commit to the table (its create, if it set out to make one) is not

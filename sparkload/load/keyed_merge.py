@@ -69,7 +69,8 @@ def prepare(family: MergeFamily) -> list[TableCommit]:
         commits = [family.create(family.root, count, lambda: written, merge)]
     else:
         commits = [family.commit(family.root, count, merge)]
-    commits += add_children(family) if config.strategy == "insert-only" else replace_children(family)
+    nested = dataclasses.replace(family, writes_every_root_row=not filtered)
+    commits += add_children(nested) if config.strategy == "insert-only" else replace_children(nested)
     if config.sequence_by is not None and deleting is not None:
         commits += _tombstones(family, rows.where(deleting))
     return commits

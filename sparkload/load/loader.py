@@ -14,14 +14,16 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from sparkload.common.folder import filesystem
 from sparkload.common.hints import LoadHints
 from sparkload.common.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPackage
 from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.system_columns import LOAD_ID
-from sparkload.engine.capabilities import merge_commits_carry_load_id
+from sparkload.engine.capabilities import ignores_target_file_size, merge_commits_carry_load_id
 from sparkload.load import (
     creation,
     destructive,
@@ -41,7 +43,7 @@ from sparkload.load.merge_config import merge_config
 from sparkload.load.merge_family import MergeFamily
 from sparkload.load.retry import with_commit_retry
 from sparkload.load.schema_check import check_types
-from sparkload.load.table import NEWEST_COMMITS, DeltaTable
+from sparkload.load.table import NEWEST_COMMITS, DeltaTable, rows_per_file
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.typed import typed_rows
 
@@ -311,6 +313,7 @@ class Loader:
         if name in self.done:
             return
         table = self.dataset.table(name)
+        table.file_rows = self._file_rows(name)
         if not self._already_committed(table, commit.disposition):
             with_commit_retry(lambda: _locked(commit.action, table), f"table '{name}'")
         settle = commit.settle
@@ -322,6 +325,21 @@ class Loader:
             self.package.write(LOADED_MANIFEST, self.done)
             if self._on_table is not None:
                 self._on_table(name)
+
+    def _file_rows(self, name: str) -> int | None:
+        """Rows per data file of table ``name`` (``table.rows_per_file``), from its rows
+        in the package and the bytes they take there; None where the engine sizes files
+        itself or the load has no rows for it."""
+        if not ignores_target_file_size(self.spark):
+            return None
+        staged = next((t for t in self.tables if t.name == name), None)
+        if staged is None:
+            return None
+        uri = self.package.normalized_table_uri(staged.rows_folder)
+        fs, path = filesystem(uri)
+        files = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+        size = sum(info.size or 0 for info in files if info.type == pafs.FileType.File)
+        return rows_per_file(staged.rows, size)
 
     def _already_committed(self, table: DeltaTable, disposition: str) -> bool:
         if not table.exists():

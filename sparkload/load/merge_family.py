@@ -56,6 +56,10 @@ class MergeFamily:
     has_duplicates: bool
     # A full refresh: the strategy sees empty tables, and each table it fills is overwritten.
     refresh: bool = False
+    # True when the root's commit writes every root row of the load (none dropped as a
+    # duplicate, a delete or an older version), so each nested row of the load has its
+    # root row in a root table this load created.
+    writes_every_root_row: bool = False
 
     def table(self, name: str) -> DeltaTable:
         table = self.dataset.table(name)
@@ -100,6 +104,10 @@ class MergeFamily:
         )
         return self.commit(name, rows, fill)
 
+    def root_created_here(self) -> bool:
+        """Whether the root table is what this load's create made of it (``creation``)."""
+        return creation.made_by(self.dataset.table(self.root), self.load_id)
+
     def root_ids(self) -> DataFrame:
         """The ids of the rows in the root table now (read when the returned frame runs)."""
         return self.dataset.table(self.root).read().select(ID)
@@ -142,10 +150,13 @@ def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableC
 
     def rows() -> DataFrame:
         assert loaded is not None
+        if family.writes_every_root_row and family.root_created_here():
+            # The root holds exactly the load's root rows: no row of the load's is an orphan.
+            return loaded
         return of_roots(loaded, family.root_ids())
 
     def merge(target: DeltaTable) -> None:
-        if replace is not None and loaded is not None and _rewrite_replaced(family, target, loaded):
+        if replace is not None and loaded is not None and _replace_bounded(family, target, loaded):
             return
         df = rows() if loaded is not None else target.read().limit(0)
         if replace is None:
@@ -168,35 +179,53 @@ def _follow(family: MergeFamily, name: str, replace: list[str] | None) -> TableC
     return commit
 
 
-def _rewrite_replaced(family: MergeFamily, target: DeltaTable, loaded: DataFrame) -> bool:
+def _replace_bounded(family: MergeFamily, target: DeltaTable, loaded: DataFrame) -> bool:
     """Replace the nested rows of the root rows this load's root commit removed, and add the
-    load's nested rows whose root row is there, as one rewrite of the two ``_sparkload_root_id``
-    ranges involved (``range_rewrite``): the ids the root commit removed (read from the
+    load's nested rows whose root row is there, in one commit bounded by the two
+    ``_sparkload_root_id`` ranges involved: the ids the root commit removed (read from the
     files it removed) and this load's root ids. Root ids grow with each load and, within
-    one, with each row, so both ranges are narrow and the rewrite reads only the files they
-    overlap. False, and nothing done, where that does not apply: the root's commit is not
-    found by its tag or its files cannot be read, or ``range_rewrite.usable`` says no.
+    one, with each row, so both ranges are narrow and the commit reads only the files they
+    overlap: a rewrite of the ranges where ``range_rewrite.usable`` says so, else a MERGE
+    whose source is those removed ids as markers plus the load's nested rows, and whose
+    ``ON`` names both ranges on the target (Delta on Apache Spark skips every other file).
+    False, and nothing done, where that does not apply: the root's commit is not found by
+    its tag, its files cannot be read, or the table has no commit lock (``table_lock``).
     Nested rows of root rows another writer removes after the read of those that are
     there are that writer's to replace: its nested commit waits for this one, holding the
-    table's lock (``table_lock``), and then reads them."""
+    table's lock, and then reads them."""
+    if target.lock_path() is None:
+        return False  # another writer's nested commit could land between: the full MERGE
     root = family.dataset.table(family.root)
     version = root.committed_by(family.load_id)
-    gone = root.ids_removed_by(version) if version else None
+    gone = root.ids_removed_by(version) if version is not None else None
     if gone is None:
         return False
     gone = gone.select(F.col(ID).alias(ROOT_ID))
     new = key_bounds.key_range(loaded, [ROOT_ID])
     if new is None:
         return False
-    old = key_bounds.key_range(gone, [ROOT_ID])
-    predicate = merge_sql.either(*[found.sql() for found in (old, new) if found])
-    if not range_rewrite.usable(target, predicate, loaded):
-        return False
+    ranges = [found for found in (key_bounds.key_range(gone, [ROOT_ID]), new) if found]
     # The root rows of this load that are there now (a concurrent writer may have removed some).
     present = root.read().where(new.renamed(ID).sql()).select(ID)
+    written = of_roots(loaded, present)
+    predicate = merge_sql.either(*[found.sql() for found in ranges])
+    if range_rewrite.usable(target, predicate, loaded):
 
-    def change(inside: DataFrame) -> tuple[DataFrame, DataFrame]:
-        return of_roots(loaded, present), inside.join(gone, on=ROOT_ID, how="left_anti")
+        def change(inside: DataFrame) -> tuple[DataFrame, DataFrame]:
+            return written, inside.join(gone, on=ROOT_ID, how="left_anti")
 
-    range_rewrite.rewrite(target, predicate, change, family.load_id)
+        range_rewrite.rewrite(target, predicate, change, family.load_id)
+        return True
+    if root.version() != version:
+        # The root has moved on since (or another load's commit carries this tag, as when
+        # two loads share a session): the removed ids may not be all that went.
+        return False
+    bounded = merge_sql.either(*[found.sql(merge_sql.TARGET) for found in ranges])
+    merge_sql.merge_into(
+        target,
+        merge_sql.source_of(target, written, gone),
+        on=conjunction([merge_sql.is_marker(), bounded, merge_sql.columns_match([ROOT_ID])]),
+        clauses=[merge_sql.when_matched_delete(), merge_sql.when_not_matched_insert_all(merge_sql.is_row())],
+        load_id=family.load_id,
+    )
     return True
