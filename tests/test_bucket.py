@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 # The S3 server and bucket fixtures (imported by pytest only, so that it rewrites asserts).
 pytest_plugins = ("s3_server",)
-pytestmark = [pytest.mark.timeout(300), pytest.mark.connect, pytest.mark.cluster, pytest.mark.jvm]
+pytestmark = [pytest.mark.timeout(300), pytest.mark.connect, pytest.mark.cluster]
 
 
 @pytest.fixture(autouse=True)

@@ -29,7 +29,6 @@ from sparkload.load import (
     destructive,
     dispositions,
     keyed_merge,
-    merge_sql,
     preflight,
     scd2,
     sequence,
@@ -154,9 +153,8 @@ class Loader:
             for commit in table_commits:
                 self._commit(commit)
 
-        with merge_sql.tagged_commits(self.spark, self.load_id):
-            tasks = [functools.partial(commit_in_turn, turn) for turn in turns.values()]
-            run_side_by_side(tasks, _CONCURRENT_COMMITS, "commit")
+        tasks = [functools.partial(commit_in_turn, turn) for turn in turns.values()]
+        run_side_by_side(tasks, _CONCURRENT_COMMITS, "commit")
 
     def _check_destructive_changes(self) -> list[str]:
         """Refuse (or note) destructive changes against the tables as they are now."""

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkload.common.sql import conjunction, qualified, quote
 from sparkload.common.system_columns import LOAD_ID
+from sparkload.engine.capabilities import merge_commits_carry_load_id
 from sparkload.engine.settings import session_settings
 from sparkload.load.schema_check import align_to_table, check_types
 from sparkload.load.table import DeltaTable
@@ -24,6 +26,12 @@ from sparkload.load.table import DeltaTable
 SOURCE, TARGET = "s", "t"
 _views = itertools.count()
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# The tag is a session option, which every thread on the session shares: one tagged
+# statement at a time per session, so that two loads on one session never tag each other's
+# commits (a commit tagged with another load's id reads as that load's, which "already
+# committed?" then skips).
+_tagging: dict[int, threading.Lock] = {}
+_tagging_guard = threading.Lock()
 
 
 def is_marker() -> str:
@@ -81,8 +89,8 @@ def source_of(table: DeltaTable, rows: DataFrame, markers: DataFrame | None = No
 
 
 def merge_into(table: DeltaTable, source: DataFrame, on: str, clauses: Sequence[str], load_id: str) -> None:
-    """Run ``MERGE WITH SCHEMA EVOLUTION INTO <table> USING <source> ON <on> <clauses>``
-    (inside ``tagged_commits``, which tags it with the load id)."""
+    """Run ``MERGE WITH SCHEMA EVOLUTION INTO <table> USING <source> ON <on> <clauses>``,
+    its commit tagged with the load id where the engine records it (``_tagged``)."""
     spark = source.sparkSession
     view = f"sparkload_merge_{next(_views)}_{load_id.replace('.', '_')}"
     source.createOrReplaceTempView(view)
@@ -91,14 +99,21 @@ def merge_into(table: DeltaTable, source: DataFrame, on: str, clauses: Sequence[
         f"USING {quote(view)} AS {quote(SOURCE)} ON {on} " + " ".join(clauses)
     )
     try:
-        spark.sql(statement)  # a command runs when it is sent
+        with _tagged(spark, load_id):
+            spark.sql(statement)  # a command runs when it is sent
     finally:
         spark.catalog.dropTempView(view)
 
 
-def tagged_commits(spark: SparkSession, load_id: str) -> contextlib.AbstractContextManager[None]:
-    """Tag the SQL commits (MERGE) made inside with ``load_id``: JVM Delta records it in
-    commitInfo.userMetadata (Sail 0.7 ignores it). Set once around all of a load's
-    commits, which may run in several threads of the one session; the session's own value
-    comes back afterwards."""
-    return session_settings(spark, {_USER_METADATA: load_id})
+@contextlib.contextmanager
+def _tagged(spark: SparkSession, load_id: str) -> Iterator[None]:
+    """The statement run inside commits tagged with ``load_id``: JVM Delta records the
+    session's userMetadata in commitInfo (Sail 0.7 ignores it: nothing to set or wait
+    for there). The session's own value comes back afterwards."""
+    if not merge_commits_carry_load_id(spark):
+        yield
+        return
+    with _tagging_guard:
+        lock = _tagging.setdefault(id(spark), threading.Lock())
+    with lock, session_settings(spark, {_USER_METADATA: load_id}):
+        yield
