@@ -25,7 +25,7 @@ def test_a_merge_is_tagged_with_its_own_load_while_another_loads_tag_is_set(pipe
     other_set, merged = threading.Event(), threading.Event()
 
     def other_load() -> None:
-        with session_settings(spark, {USER_METADATA: "other-load"}):
+        with session_settings(spark, {USER_METADATA: "1700000000.1"}):
             other_set.set()
             merged.wait(timeout=600)
 
@@ -34,15 +34,15 @@ def test_a_merge_is_tagged_with_its_own_load_while_another_loads_tag_is_set(pipe
     try:
         assert other_set.wait(timeout=60)
         table = pipeline.destination_dataset.table("t")
-        rows = spark.createDataFrame([(2, "b", "this-load")], f"id long, v string, {LOAD_ID} string")
+        rows = spark.createDataFrame([(2, "b", "1700000000.2")], f"id long, v string, {LOAD_ID} string")
         source = merge_sql.source_of(table, rows)
         on = merge_sql.columns_match(["id"])
-        merge_sql.merge_into(table, source, on, [merge_sql.when_not_matched_insert_all()], "this-load")
+        merge_sql.merge_into(table, source, on, [merge_sql.when_not_matched_insert_all()], "1700000000.2")
     finally:
         merged.set()
         other.join()
     newest = delta_history(pipeline, "t")[0]
     assert newest["operation"] == "MERGE"
-    assert newest["userMetadata"] == "this-load"
+    assert newest["userMetadata"] == "1700000000.2"
     # and the session's own value is back once both are done
     assert spark.conf.get(USER_METADATA, None) is None
