@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from sparkload.common.folder import filesystem
 from sparkload.common.hints import LoadHints
-from sparkload.common.package import LOADED_MANIFEST, NORMALIZE_MANIFEST, LoadPackage
+from sparkload.common.package import LOADED_MANIFEST, LoadPackage
 from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.system_columns import LOAD_ID
 from sparkload.engine.capabilities import ignores_target_file_size, merge_commits_carry_load_id
@@ -43,6 +43,7 @@ from sparkload.load.merge_family import MergeFamily
 from sparkload.load.retry import with_commit_retry
 from sparkload.load.schema_check import check_types
 from sparkload.load.table import NEWEST_COMMITS, DeltaTable, rows_per_file
+from sparkload.normalize.manifest import NormalizeManifest
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.typed import typed_rows
 
@@ -90,12 +91,12 @@ class Loader:
         self.dataset = dataset
         self.package = package
         self.load_id = package.load_id
-        manifest = package.read(NORMALIZE_MANIFEST)
+        manifest = NormalizeManifest.read(package)
         # A table a data-quality rule emptied (every row dropped) has nothing to load: its
         # family loads as one whose resource yielded no rows for it.
-        self.tables = [table for table in map(NormalizedTable.from_dict, manifest["tables"]) if table.rows]
-        self.hints = {root: LoadHints.from_dict(hints) for root, hints in manifest["hints"].items()}
-        self.execution_time = datetime.datetime.fromisoformat(manifest["execution_time"])
+        self.tables = [table for table in manifest.tables if table.rows]
+        self.hints = manifest.hints
+        self.execution_time = datetime.datetime.fromisoformat(manifest.execution_time)
         self.done: dict[str, dict[str, Any]] = (
             package.read(LOADED_MANIFEST) if package.has(LOADED_MANIFEST) else {}
         )

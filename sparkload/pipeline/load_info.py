@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sparkload.common.expectations import name_of_reason
 from sparkload.pipeline import html_tables
+
+if TYPE_CHECKING:
+    from sparkload.normalize.normalizer import NormalizedTable
 
 # What became of rows a rule counted (``NormalizedTable.dropped`` and ``.warned``).
 DROPPED: Literal["dropped"] = "dropped"
@@ -201,13 +204,13 @@ class LoadInfo:
         return "\n".join(lines)
 
 
-def rows_by_reason_of(load_id: str, tables: Iterable[Mapping[str, Any]]) -> list[RowsByReason]:
+def rows_by_reason_of(load_id: str, tables: Iterable[NormalizedTable]) -> list[RowsByReason]:
     """The LoadInfo entries of a package's normalized tables (as its manifest holds them)."""
     return [
-        RowsByReason(load_id, table["name"], reason, outcome, rows)
+        RowsByReason(load_id, table.name, reason, outcome, rows)
         for table in tables
-        for outcome in (DROPPED, WARNED)
-        for reason, rows in (table.get(outcome) or {}).items()
+        for outcome, by_reason in ((DROPPED, table.dropped), (WARNED, table.warned))
+        for reason, rows in by_reason.items()
         if rows
     ]
 

@@ -20,15 +20,11 @@ import orjson
 
 from sparkload.common.folder import Folder
 from sparkload.common.local_files import write_atomically
-from sparkload.common.package import (
-    EXTRACT_MANIFEST,
-    LOADED_MANIFEST,
-    NORMALIZE_MANIFEST,
-    LoadPackage,
-    list_packages,
-)
+from sparkload.common.package import LOADED_MANIFEST, LoadPackage, list_packages
 from sparkload.common.time import now
 from sparkload.exceptions import SparkloadError
+from sparkload.extract.manifest import ExtractManifest
+from sparkload.normalize.manifest import NormalizeManifest
 
 logger = logging.getLogger(__name__)
 
@@ -84,20 +80,18 @@ def extracted_info(package: LoadPackage) -> LoadPackageInfo | None:
     package: the next normalize deletes it)."""
     if not package.is_extracted():
         return None
-    manifest = package.read(EXTRACT_MANIFEST)
+    manifest = ExtractManifest.read(package)
     tables = [
-        PackageTable(
-            table["name"], int(table["rows"]), _count_files(package.extracted_table_dir(table["name"]))
-        )
-        for table in manifest["tables"]
+        PackageTable(table.name, table.rows, _count_files(package.extracted_table_dir(table.name)))
+        for table in manifest.tables
     ]
     return LoadPackageInfo(
         package.load_id,
         EXTRACTED,
         package.folder.uri,
         tables,
-        manifest.get("execution_time"),
-        _state_version(manifest),
+        manifest.execution_time,
+        _state_version(manifest.state),
     )
 
 
@@ -105,17 +99,16 @@ def staged_info(package: LoadPackage) -> LoadPackageInfo | None:
     """A package beside the dataset; None for what a normalize cut short left."""
     if not package.is_normalized():
         return None
-    manifest = package.read(NORMALIZE_MANIFEST)
+    manifest = NormalizeManifest.read(package)
     committed = package.read(LOADED_MANIFEST) if package.has(LOADED_MANIFEST) else None
-    files = manifest.get("files") or {}
     tables = [
         PackageTable(
-            table["name"],
-            int(table["rows"]),
-            len(files.get(table.get("folder") or table["name"], {})),
-            committed=None if committed is None else table["name"] in committed,
+            table.name,
+            table.rows,
+            len(manifest.files_of(table)),
+            committed=None if committed is None else table.name in committed,
         )
-        for table in manifest["tables"]
+        for table in manifest.tables
     ]
     if package.is_planned():
         state = PLANNED
@@ -128,8 +121,8 @@ def staged_info(package: LoadPackage) -> LoadPackageInfo | None:
         state,
         package.folder.uri,
         tables,
-        manifest.get("execution_time"),
-        _state_version(manifest),
+        manifest.execution_time,
+        _state_version(manifest.state),
     )
 
 
@@ -145,19 +138,18 @@ def record_loaded(working_dir: Path, package: LoadPackage, loads: list[dict[str,
     """Record a package just loaded (``loads``: its tables' LoadInfo entries), before its
     files are deleted. A record is written whole or not at all; the oldest beyond
     ``KEPT_RECORDS`` are removed."""
-    manifest = package.read(NORMALIZE_MANIFEST)
-    folders = {table["name"]: table.get("folder") or table["name"] for table in manifest["tables"]}
-    files = manifest.get("files") or {}
+    manifest = NormalizeManifest.read(package)
+    folders = {table.name: table.rows_folder for table in manifest.tables}
     record = {
         "load_id": package.load_id,
-        "execution_time": manifest.get("execution_time"),
-        "state_version": _state_version(manifest),
+        "execution_time": manifest.execution_time,
+        "state_version": _state_version(manifest.state),
         "loaded_at": now().isoformat(),
         "tables": [
             {
                 "table": load["table"],
                 "rows": int(load["rows"]),
-                "files": len(files.get(folders.get(load["table"], load["table"]), {})),
+                "files": len(manifest.files.get(folders.get(load["table"], load["table"]), {})),
                 "version": load.get("version"),
                 "disposition": load.get("disposition"),
             }
@@ -208,9 +200,8 @@ def loaded_info(working_dir: Path, load_id: str) -> LoadPackageInfo | None:
     )
 
 
-def _state_version(manifest: dict[str, Any]) -> int | None:
-    """The state version a package's manifest carries (its state is JSON text)."""
-    state = manifest.get("state")
+def _state_version(state: str) -> int | None:
+    """The version of the state a package's manifest carries (as JSON text)."""
     if not state:
         return None
     version = orjson.loads(state).get("_state_version")

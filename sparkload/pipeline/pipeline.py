@@ -59,6 +59,7 @@ from sparkload.extract.extractor import (
     normalize_column_path,
 )
 from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
+from sparkload.extract.manifest import ExtractManifest
 from sparkload.extract.storage import EngineFiles
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset, PathDataset
@@ -66,6 +67,7 @@ from sparkload.load.loader import Loader
 from sparkload.normalize.contracts import apply_contract_to_hints, apply_schema_contract
 from sparkload.normalize.expectations import apply_expectations
 from sparkload.normalize.json_schema import SchemaInference
+from sparkload.normalize.manifest import NormalizeManifest
 from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
 from sparkload.pipeline import load_packages, pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import schema as schema_view
@@ -416,11 +418,11 @@ class Pipeline:
         shapes: list[tuple[str, list[schema_view.PendingTable]]] = []
         for package in list_packages(self._extracted):
             if package.has(EXTRACT_MANIFEST):
-                tables = [ExtractedTable.from_dict(t) for t in package.read(EXTRACT_MANIFEST)["tables"]]
+                tables = ExtractManifest.read(package).tables
                 shapes.append((package.load_id, schema_view.extracted_shapes(tables)))
         for package in list_packages(self._staged):
             if package.has(NORMALIZE_MANIFEST):
-                normalized = package.read(NORMALIZE_MANIFEST)["tables"]
+                normalized = NormalizeManifest.read(package).tables
                 shapes.append((package.load_id, schema_view.normalized_shapes(normalized, state)))
         return [shape for _, found in sorted(shapes, key=lambda entry: entry[0]) for shape in found]
 
@@ -548,9 +550,9 @@ class Pipeline:
             for package in list_packages(self._staged):
                 package.write(PLANNED_MANIFEST, {})
             normalized = [
-                NormalizedTable.from_dict(table)
+                table
                 for package in list_packages(self._staged)
-                for table in package.read(NORMALIZE_MANIFEST)["tables"]
+                for table in NormalizeManifest.read(package).tables
             ]
         run_args = dict(args.hints, data=data, table_name=table_name, restate=restate, start=start, end=end)
         return make_plan(self, scheduled, run_args, clock, normalized, extracted)
@@ -662,19 +664,15 @@ class Pipeline:
             resource_tables.record(working_state, batch.jobs, tables.values())
             _record_keys(working_state, tables.values())
             schema_view.record(working_state, tables.values())
-            package.write(
-                EXTRACT_MANIFEST,
-                {
-                    "load_id": load_id,
-                    "pipeline_name": self.pipeline_name,
-                    "execution_time": clock.isoformat(),
-                    "tables": [t.to_dict() for t in tables.values()],
-                    # as text, so dates and timestamps in it keep their type
-                    "state": state_store.dumps_state(state_store.next_version(base, working_state)).decode(),
-                    "base_version": int(base["_state_version"]),
-                    "refresh": refresh.manifest() if refresh is not None else None,
-                },
-            )
+            ExtractManifest(
+                load_id=load_id,
+                pipeline_name=self.pipeline_name,
+                execution_time=clock.isoformat(),
+                tables=list(tables.values()),
+                state=state_store.dumps_state(state_store.next_version(base, working_state)).decode(),
+                base_version=int(base["_state_version"]),
+                refresh=refresh.manifest() if refresh is not None else None,
+            ).write(package)
         return load_id
 
     @_locked
@@ -700,12 +698,11 @@ class Pipeline:
             done.append(package.load_id)
         return done
 
-    def _normalize_package(self, package: LoadPackage, staged: LoadPackage) -> dict[str, Any]:
+    def _normalize_package(self, package: LoadPackage, staged: LoadPackage) -> NormalizeManifest:
         """Normalize ``package`` into ``staged``; returns the manifest written there."""
-        manifest = package.read(EXTRACT_MANIFEST)
-        extracted_tables = [ExtractedTable.from_dict(data) for data in manifest["tables"]]
-        hints = {extracted.name: extracted.hints.to_dict() for extracted in extracted_tables}
-        refresh = manifest.get("refresh") or {}
+        manifest = ExtractManifest.read(package)
+        extracted_tables = manifest.tables
+        refresh = manifest.refresh or {}
         # Tables the load's refresh drops before its first commit (drop_data keeps them).
         dropped = (
             frozenset(refresh.get("tables") or ()) if refresh.get("mode") != "drop_data" else frozenset()
@@ -729,18 +726,17 @@ class Pipeline:
         self.progress.total(len(tasks))
         normalized = run_side_by_side(tasks, _CONCURRENT_TABLES, "normalize")
         families = [table for family in normalized for table in family]
-        tables = [table.to_dict() for table in families]
-        normalized_manifest = {
-            "load_id": package.load_id,
-            "execution_time": manifest["execution_time"],
-            "tables": tables,
-            "hints": hints,
-            "state": manifest["state"],
-            "base_version": manifest["base_version"],
-            "refresh": manifest.get("refresh"),
-            "files": _normalized_files(staged, [table.rows_folder for table in families if table.rows]),
-        }
-        staged.write(NORMALIZE_MANIFEST, normalized_manifest)
+        normalized_manifest = NormalizeManifest(
+            load_id=package.load_id,
+            execution_time=manifest.execution_time,
+            tables=families,
+            hints={extracted.name: extracted.hints for extracted in extracted_tables},
+            state=manifest.state,
+            base_version=manifest.base_version,
+            refresh=manifest.refresh,
+            files=_normalized_files(staged, [table.rows_folder for table in families if table.rows]),
+        )
+        normalized_manifest.write(staged)
         return normalized_manifest
 
     def _normalize_table(
@@ -822,11 +818,11 @@ class Pipeline:
             with pipeline_step(
                 "load", package.load_id, trace=trace, progress=self.progress, advice=_load_advice
             ) as step:
-                normalized = package.read(NORMALIZE_MANIFEST)
-                _refuse_damaged_normalized_files(package, normalized.get("files", {}))
+                normalized = NormalizeManifest.read(package)
+                _refuse_damaged_normalized_files(package, normalized.files)
                 overtaken = None
                 if not package.has(LOADED_MANIFEST):
-                    overtaken = self._claim(package, normalized["base_version"])
+                    overtaken = self._claim(package, normalized.base_version)
                 if overtaken is not None:
                     step.tables = {}
                     info.notes.append(self._discard_overtaken(overtaken))
@@ -842,10 +838,10 @@ class Pipeline:
                 )
                 # A load refused by its checks must not have dropped the refreshed tables.
                 loader.check()
-                apply_refresh(self.destination_dataset, package, normalized.get("refresh"))
+                apply_refresh(self.destination_dataset, package, normalized.refresh)
                 loads = loader.load()
                 step.tables = {entry.table: {"rows": entry.rows, "version": entry.version} for entry in loads}
-                new_state = state_store.loads_state(normalized["state"])
+                new_state = state_store.loads_state(normalized.state)
                 if new_state.get("_state_version", 0) > self._synced_state().get("_state_version", 0):
                     state_store.write_destination(
                         self.destination_dataset, self.pipeline_name, new_state, package.load_id
@@ -859,13 +855,13 @@ class Pipeline:
                 [LoadedTable(**entry.to_dict(), load_id=package.load_id) for entry in loads],
                 list(trace.timings),
                 [
-                    f"table '{table['name']}': column name collision resolved: {note}"
-                    for table in normalized["tables"]
-                    for note in table["collisions"]
+                    f"table '{table.name}': column name collision resolved: {note}"
+                    for table in normalized.tables
+                    for note in table.collisions
                 ]
                 + loader.notes,
                 [package.load_id],
-                rows_by_reason_of(package.load_id, normalized["tables"]),
+                rows_by_reason_of(package.load_id, normalized.tables),
             )
             info = info.followed_by(package_info)
             # Its files go now: what `sparkload pipeline <name> load-package` shows of it stays.
@@ -893,10 +889,13 @@ class Pipeline:
     def _pending_state(self) -> dict[str, Any] | None:
         """The state in the newest package waiting to be loaded (None without one)."""
         pending = [
-            (package.load_id, package.read(manifest)["state"])
-            for folder, manifest in ((self._extracted, EXTRACT_MANIFEST), (self._staged, NORMALIZE_MANIFEST))
+            (package.load_id, manifest.read(package).state)
+            for folder, name, manifest in (
+                (self._extracted, EXTRACT_MANIFEST, ExtractManifest),
+                (self._staged, NORMALIZE_MANIFEST, NormalizeManifest),
+            )
             for package in list_packages(folder)
-            if package.has(manifest)
+            if package.has(name)
         ]
         return state_store.loads_state(max(pending)[1]) if pending else None
 
@@ -1093,12 +1092,10 @@ def _load_advice(error: Exception) -> str:
     return ""
 
 
-def _normalized_counts(manifest: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+def _normalized_counts(manifest: NormalizeManifest) -> dict[str, dict[str, int]]:
     """Rows and Parquet files per table of a normalized package, for its trace step."""
-    files = manifest.get("files", {})
     return {
-        table["name"]: {"rows": table["rows"], "files": len(files.get(table["folder"] or table["name"], {}))}
-        for table in manifest["tables"]
+        table.name: {"rows": table.rows, "files": len(manifest.files_of(table))} for table in manifest.tables
     }
 
 

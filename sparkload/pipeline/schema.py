@@ -37,7 +37,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
@@ -53,6 +53,9 @@ from sparkload.load.dataset import Dataset
 from sparkload.normalize.types import data_type_of_spark
 from sparkload.pipeline import resource_tables
 from sparkload.pipeline.state import STATE_TABLE
+
+if TYPE_CHECKING:
+    from sparkload.normalize.normalizer import NormalizedTable
 
 logger = logging.getLogger(__name__)
 
@@ -185,18 +188,18 @@ def extracted_shapes(tables: Iterable[ExtractedTable]) -> list[PendingTable]:
     return shapes
 
 
-def normalized_shapes(tables: Iterable[Mapping[str, Any]], state: Mapping[str, Any]) -> list[PendingTable]:
+def normalized_shapes(tables: Iterable[NormalizedTable], state: Mapping[str, Any]) -> list[PendingTable]:
     """The tables of a normalized package (its manifest's) with their columns' types."""
     recorded = (state.get(SCHEMA_KEY) or {}).get("tables", {})
     shapes = []
     for table in tables:
         fields = [
-            T.StructField(column["name"], T._parse_datatype_json_string(column["target"]))
-            for column in table["columns"]
+            T.StructField(column.name, T._parse_datatype_json_string(column.target))
+            for column in table.columns
         ]
-        root = table.get("root") or table["name"]
+        root = table.root or table.name
         resource = (recorded.get(root) or {}).get("resource") or root
-        shapes.append(PendingTable(table["name"], resource, table.get("parent"), T.StructType(fields)))
+        shapes.append(PendingTable(table.name, resource, table.parent, T.StructType(fields)))
     return shapes
 
 
