@@ -15,12 +15,14 @@ strict xfail naming the limit, never a skip.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +160,24 @@ def start_sail_server(
     command = [*(wrap or []), *sail_command(), "--port", str(port)]
     process = subprocess.Popen(command, env=env)
     return process, wait_for_port(process, port, command, 60)
+
+
+@contextlib.contextmanager
+def sail_server_hiding(folder: Path) -> Iterator[str]:
+    """The URL of a Sail server in a mount namespace of its own, where ``folder`` is an empty
+    tmpfs: it runs, but the files this process writes there are not there for it (as a
+    cluster's executors do not see the driver's disk). Stopped, with its session, on exit."""
+    from sparkload.engine.session import release_session
+
+    wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c"]
+    wrap.append(f'mount -t tmpfs none "{folder}" && exec "$0" "$@"')
+    process, url = start_sail_server(wrap=wrap)
+    try:
+        yield url
+    finally:
+        release_session(url)
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def wait_for_port(process: subprocess.Popen[bytes], port: int, command: list[str], seconds: float) -> str:

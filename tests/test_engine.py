@@ -227,17 +227,7 @@ def test_engine_that_cannot_see_the_working_folder_is_told_apart_from_bad_data(
     tmpfs: it runs, but the files this process writes are not there for it."""
     hidden = tmp_path / "hidden"
     hidden.mkdir()
-    wrap = [
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        f'mount -t tmpfs none "{hidden}" && exec "$0" "$@"',
-    ]
-    process, url = engines.start_sail_server(wrap=wrap)
-    try:
+    with engines.sail_server_hiding(hidden) as url:
         pipeline = make_pipeline(
             spark=url,
             pipelines_dir=hidden / "pipelines",
@@ -251,10 +241,6 @@ def test_engine_that_cannot_see_the_working_folder_is_told_apart_from_bad_data(
         assert "cannot read files that this process writes" in message
         # The check leaves nothing behind.
         assert not list(hidden.rglob("sparkload-engine-check-*"))
-    finally:
-        release_session(url)
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_jvm_master_without_pyspark_jvm_part_fails_before_starting_anything(make_pipeline: Any) -> None:

@@ -20,7 +20,6 @@ from conftest import user_columns
 
 import sparkload as sl
 from sparkload.common.package import EXTRACTED_COPIES_FOLDER
-from sparkload.engine.session import release_session
 
 pytestmark = pytest.mark.skipif(engines.current() != "embedded", reason="starts a Sail server of its own")
 
@@ -32,22 +31,8 @@ def hidden_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[t
     monkeypatch.setenv("SPARKLOAD_SPARK_CONNECT_TIMEOUT", "120")
     hidden = tmp_path / "hidden"
     hidden.mkdir()
-    wrap = [
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        f'mount -t tmpfs none "{hidden}" && exec "$0" "$@"',
-    ]
-    process, url = engines.start_sail_server(wrap=wrap)
-    try:
+    with engines.sail_server_hiding(hidden) as url:
         yield url, hidden
-    finally:
-        release_session(url)
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @sl.resource(primary_key="id", write_disposition="merge")
