@@ -15,7 +15,7 @@ import sparkload as sl
 from sparkload.common.folder import Folder
 from sparkload.common.hints import LoadHints
 from sparkload.common.package import LoadPackage, list_packages
-from sparkload.extract.extractor import ExtractedTable
+from sparkload.extract.jobs import ExtractedTable
 from sparkload.extract.manifest import ExtractManifest
 from sparkload.normalize.manifest import NormalizeManifest
 from sparkload.normalize.normalizer import NormalizedTable

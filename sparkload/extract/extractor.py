@@ -10,7 +10,7 @@ import functools
 import itertools
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,8 +18,7 @@ from typing import Any, Protocol
 import orjson
 
 from sparkload.common.context import resource_scope
-from sparkload.common.hints import COLUMN_NAME_OPTIONS, LoadHints, WriteDisposition
-from sparkload.common.naming import RESERVED_TABLE_PREFIX, normalize_path, normalize_table_name
+from sparkload.common.naming import RESERVED_TABLE_PREFIX, normalize_table_name
 from sparkload.common.side_by_side import run_side_by_side
 from sparkload.exceptions import (
     ExtractError,
@@ -27,10 +26,11 @@ from sparkload.exceptions import (
     UnsupportedItemError,
 )
 from sparkload.extract.defer import DEFERRED_WORKERS, DeferredItems, is_deferred, result_pages
-from sparkload.extract.hints import TableHints, nested_column_hints
+from sparkload.extract.hints import TableHints
 from sparkload.extract.items import is_arrow, is_pandas, is_spark_dataframe, iterate_any, to_arrow
+from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
+from sparkload.extract.load_hints import load_hints
 from sparkload.extract.mark import MarkedItem
-from sparkload.extract.resource import Resource
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, dumps_rows, explain_failure
 from sparkload.extract.spark_frames import check_session, staged_columns
 from sparkload.extract.storage import EngineFiles, ImportedFileError, TableFiles
@@ -64,100 +64,6 @@ class ExtractProgress(Protocol):
 
 class _Cancelled(Exception):
     """Raised inside a parallelized resource's thread once another resource has failed."""
-
-
-@dataclasses.dataclass
-class ExtractedTable:
-    """One table of a package: who filled it, its hints and how many rows it got."""
-
-    name: str
-    resource: str
-    hints: LoadHints
-    rows: int = 0
-    # The staged NDJSON's schema, inferred while extracting (None: infer at normalize).
-    json_schema: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "hints": self.hints.to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ExtractedTable:
-        return cls(**{**data, "hints": LoadHints.from_dict(data["hints"])})
-
-
-@dataclasses.dataclass
-class ExtractJob:
-    """One resource to extract into a load package, with the source-wide settings that
-    apply to it; ``children`` are the transformers fed from the same pass over it."""
-
-    resource: Resource
-    source_name: str
-    root_key: bool = False
-    max_table_nesting: int | None = None
-    children: list[ExtractJob] = dataclasses.field(default_factory=list)
-    # The source's schema contract (a mode per entity), for resources that set none.
-    schema_contract: Mapping[str, str] | None = None
-    # A parent that is not extracted itself, passed over once to feed the transformers it
-    # shares (as dlt forks one pipe): its items are not written.
-    feeds_only: bool = False
-
-
-def every_entry(jobs: list[ExtractJob]) -> list[ExtractJob]:
-    """The ``jobs`` and, after each, its transformers', depth first; a parent that only feeds
-    its transformers is not one of them (it loads nothing)."""
-    return [
-        entry
-        for root in jobs
-        for entry in [*([] if root.feeds_only else [root]), *every_entry(root.children)]
-    ]
-
-
-def normalize_column_path(name: str) -> str:
-    """``"user__firstName"`` → ``"user__first_name"``: each part of a flattened path."""
-    return normalize_path([part for part in name.split("__") if part] or [name])
-
-
-def _normalized_options(disposition: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge options that name columns (``updated_at_name``, ``columns`` …), normalized;
-    dates and datetimes (pendulum's too) as ISO text, which the manifest can hold."""
-    out = {
-        name: value.isoformat() if isinstance(value, datetime.date) else value
-        for name, value in disposition.items()
-    }
-    for option in COLUMN_NAME_OPTIONS:
-        value = out.get(option)
-        if isinstance(value, str) and not (option == "columns" and value == "*"):
-            out[option] = normalize_column_path(value)
-        elif isinstance(value, (list, tuple)):
-            out[option] = [normalize_column_path(str(v)) for v in value]
-    return out
-
-
-def load_hints(
-    hints: TableHints,
-    root_key: bool,
-    max_table_nesting: int | None,
-    schema_contract: Mapping[str, str] | None = None,
-) -> LoadHints:
-    """A resource's hints as normalize and load take them: the source's defaults applied
-    and column names normalized (hints name columns as the user wrote them)."""
-    wd = hints.write_disposition
-    nesting = hints.max_table_nesting if hints.max_table_nesting is not None else max_table_nesting
-    return LoadHints(
-        write_disposition=WriteDisposition(wd.disposition, wd.strategy, _normalized_options(wd.options)),
-        primary_key=tuple(normalize_column_path(k) for k in hints.primary_key),
-        merge_key=tuple(normalize_column_path(k) for k in hints.merge_key),
-        columns={normalize_column_path(name): dict(col) for name, col in hints.columns.items()},
-        nested_columns=nested_column_hints(hints.nested_hints),
-        max_table_nesting=nesting,
-        # Merge tables always carry the root key so deletes can reach nested rows.
-        root_key=root_key or wd.disposition == "merge",
-        on_destructive_change=hints.on_destructive_change,
-        refresh=hints.refresh,
-        expectations=tuple(e.resolved(hints.on_violation) for e in hints.expectations),
-        # The resource's own contract replaces the source's whole, as in dlt.
-        schema_contract=hints.schema_contract if hints.schema_contract is not None else schema_contract,
-    )
 
 
 @dataclasses.dataclass

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sparkload.common.package import EXTRACT_MANIFEST, LoadPackage
-from sparkload.extract.extractor import ExtractedTable
+from sparkload.extract.jobs import ExtractedTable
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from sparkload.common.sql import quote
 from sparkload.common.system_columns import LOAD_ID
 from sparkload.exceptions import SparkloadError, TableNotFoundError
-from sparkload.extract.extractor import normalize_column_path
+from sparkload.extract.load_hints import normalize_column_path
 from sparkload.load.dataset import SYSTEM_PREFIX, Dataset
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ from typing import Any, Literal, Protocol, get_args
 
 from sparkload.common.package import LoadPackage
 from sparkload.exceptions import ResourceError, SparkloadError
-from sparkload.extract.extractor import ExtractJob, every_entry
+from sparkload.extract.jobs import ExtractJob, every_entry
 from sparkload.extract.resource import Resource
 from sparkload.load import dispositions
 from sparkload.load.dataset import Dataset

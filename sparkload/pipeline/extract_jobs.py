@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from sparkload.exceptions import ResourceError
-from sparkload.extract.extractor import ExtractJob
 from sparkload.extract.hints import TableHints
+from sparkload.extract.jobs import ExtractJob
 from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
 

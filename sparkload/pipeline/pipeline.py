@@ -50,15 +50,10 @@ from sparkload.exceptions import (
     ResourceError,
     SparkloadError,
 )
-from sparkload.extract.extractor import (
-    ExtractedTable,
-    ExtractJob,
-    Extractor,
-    every_entry,
-    load_hints,
-    normalize_column_path,
-)
+from sparkload.extract.extractor import Extractor
 from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
+from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
+from sparkload.extract.load_hints import load_hints, normalize_column_path
 from sparkload.extract.manifest import ExtractManifest
 from sparkload.extract.storage import EngineFiles
 from sparkload.load import destructive

@@ -23,8 +23,9 @@ from pyspark.sql import types as T
 from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
 from sparkload.exceptions import PlanOutdatedError
-from sparkload.extract.extractor import ExtractJob, every_entry, load_hints, normalize_column_path
 from sparkload.extract.intervals import IntervalUnit
+from sparkload.extract.jobs import ExtractJob, every_entry
+from sparkload.extract.load_hints import load_hints, normalize_column_path
 from sparkload.load import destructive
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.types import data_type_of_spark, spark_type

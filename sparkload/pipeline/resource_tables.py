@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sparkload.common.naming import normalize_table_name
-from sparkload.extract.extractor import ExtractedTable, ExtractJob, every_entry
+from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
 
 TABLES_KEY = "tables"
 NESTING_SEPARATOR = "__"

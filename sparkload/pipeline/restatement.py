@@ -26,8 +26,8 @@ from typing import Any
 
 from sparkload.common.time import as_utc
 from sparkload.exceptions import ResourceError
-from sparkload.extract.extractor import ExtractJob
 from sparkload.extract.intervals import LEDGER_KEY, without
+from sparkload.extract.jobs import ExtractJob
 from sparkload.extract.resource import Resource
 
 

@@ -18,8 +18,9 @@ from sparkload.common.hints import LoadHints
 from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
 from sparkload.exceptions import HintCombinationError, ResourceError
-from sparkload.extract.extractor import ExtractedTable, ExtractJob, every_entry, load_hints
 from sparkload.extract.intervals import LEDGER_KEY, record
+from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
+from sparkload.extract.load_hints import load_hints
 from sparkload.load.merge_config import check_merge_hints
 
 

@@ -48,7 +48,8 @@ from sparkload.common.local_files import write_atomically
 from sparkload.common.naming import RESERVED_TABLE_PREFIX, normalize_table_name
 from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
 from sparkload.exceptions import SparkloadConfigError, TableNotFoundError
-from sparkload.extract.extractor import ExtractedTable, normalize_column_path
+from sparkload.extract.jobs import ExtractedTable
+from sparkload.extract.load_hints import normalize_column_path
 from sparkload.load.dataset import Dataset
 from sparkload.normalize.types import data_type_of_spark
 from sparkload.pipeline import resource_tables
