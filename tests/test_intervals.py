@@ -868,3 +868,12 @@ def test_a_run_over_a_range_applies_lookback_within_it(pipeline: sl.Pipeline) ->
         feed.resource(start=start, lookback=1), start=start, end=start + 5 * DAY, execution_time=NOON
     )
     assert feed.calls == [(start + 3 * DAY, start + 5 * DAY)]
+
+
+def test_a_run_range_ending_before_its_start_is_refused(pipeline: sl.Pipeline) -> None:
+    """SQLMesh refuses ``run --start "2024-10-21 10:00" --end 2024-10-21``: a date end is
+    compared as its midnight there."""
+    feed = Feed()
+    with pytest.raises(PipelineStepFailed, match="end '2024-10-21' lies before start .*midnight"):
+        pipeline.run(feed.resource(), start="2024-10-21 10:00", end="2024-10-21", execution_time=NOON)
+    assert feed.calls == []

@@ -137,12 +137,20 @@ class Span:
 
     @classmethod
     def of(cls, start: Any, end: Any) -> Span:
-        """The span of a user's ``start=``/``end=`` (dates, datetimes or their text)."""
-        return cls(
+        """The span of a user's ``start=``/``end=`` (dates, datetimes or their text); an end
+        before the start is refused, a date end read as its midnight, as SQLMesh reads it
+        here (``start="2024-01-05 10:00", end="2024-01-05"`` is refused)."""
+        span = cls(
             as_utc(start, "start") if start is not None else None,
             as_utc(end, "end") if end is not None else None,
             end is not None and _is_date(end),
         )
+        if span.start is not None and span.end is not None and span.end < span.start:
+            raise ResourceError(
+                f"end {end!r} lies before start {start!r}"
+                + (" (a date end is that day's midnight here: give the next day)" if span.end_is_date else "")
+            )
+        return span
 
 
 class Intervals:
