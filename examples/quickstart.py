@@ -37,14 +37,24 @@ def events():
         yield {"user_id": 1 + i % 3, "kind": "click" if i % 2 else "view", "value": i * 0.5}
 
 
+@sl.source
+def quickstart_data():
+    return users, events
+
+
+# At module level, so that `sparkload plan examples/quickstart.py` finds the pipeline and its
+# data (the command imports the script; it does not run main()).
+pipeline = sl.pipeline(
+    "quickstart",
+    destination=sl.destinations.delta(HERE / "_lake"),
+    dataset_name="demo",
+    pipelines_dir=HERE / "_pipelines",
+)
+data = quickstart_data()
+
+
 def main() -> None:
-    pipeline = sl.pipeline(
-        "quickstart",
-        destination=sl.destinations.delta(HERE / "_lake"),
-        dataset_name="demo",
-        pipelines_dir=HERE / "_pipelines",
-    )
-    info = pipeline.run([users, events])
+    info = pipeline.run(data)
     print(info)
     print()
     print(f"Tables are Delta Lake tables under {pipeline.dataset_uri}:")

@@ -356,7 +356,7 @@ def test_plan_then_apply_a_scripts_interval_resource(tmp_path: Path) -> None:
             "--restate", "daily", "--start", "2024-09-22", "--end", "2024-09-23",
         )
     )  # fmt: skip
-    assert "└── daily: 2024-09-22 - 2024-09-22" in restated
+    assert "└── daily: 2024-09-22 - 2024-09-23" in restated  # a date end is its whole day
     assert "Pipeline daily_pipeline load " in restated  # the LoadInfo
     assert len(deltalake.DeltaTable(str(dataset / "daily")).to_pyarrow_table().to_pylist()) == 14
 
@@ -387,9 +387,18 @@ def test_plan_names_the_candidates_when_a_script_defines_several(tmp_path: Path)
     assert sorted(t["table"] for t in whole["tables"]) == ["daily", "users"]
     assert [i["resource"] for i in whole["intervals"]] == ["daily"]
 
-    assert failed(sparkload("plan", script, "--data", "daily", "--start", "2024-09-22")) == (
-        "error: --start and --end go with --restate"
+    # --start without --restate: the run loads the missing intervals from there only
+    ranged = sparkload(
+        "plan", script, "--data", "daily", "--start", "2024-09-22", "--execution-time", "2024-09-27"
     )
+    ranged_plan = as_json(
+        sparkload(
+            "plan", script, "--data", "daily", "--start", "2024-09-22", "--execution-time", "2024-09-27",
+            "--json",
+        )
+    )  # fmt: skip
+    assert "daily: 2024-09-22 - 2024-09-26" in succeeded(ranged)
+    assert ranged_plan["intervals"][0]["missing"] == [["2024-09-22", "2024-09-26"]]
     broken = tmp_path / "broken.py"
     broken.write_text("import sparkload\nraise ValueError('no config')\n")
     assert failed(sparkload("plan", broken)) == f"error: {broken}: importing it failed: ValueError: no config"

@@ -830,3 +830,50 @@ def test_execution_time_takes_every_form_a_user_passes(make_pipeline: Any, execu
     assert all(type(moment) is datetime.datetime for call in feed.calls for moment in call)
     assert ledger(pipeline) == [span(TWO_DAYS_AGO, TODAY)]
     assert row_count(pipeline, "events") == 4
+
+
+# -- a run over a given range (SQLMesh's ``run --start --end``) ---------------------------------
+
+
+def test_a_run_over_a_range_loads_only_the_missing_intervals_inside_it(pipeline: sl.Pipeline) -> None:
+    """As ``sqlmesh run --start --end``: the missing intervals inside [start, end] (a date end
+    is its whole day, a start inside an interval takes that interval), recorded; the rest
+    are still missing for the next run, loaded ones are not loaded again."""
+    feed = Feed()
+    start = TODAY - 6 * DAY
+    day_two = (start + 2 * DAY).date().isoformat()
+    pipeline.run(feed.resource(start=start), start=start + 2 * DAY, end=day_two, execution_time=NOON)
+    assert feed.calls == [(start + 2 * DAY, start + 3 * DAY)]
+    feed.calls.clear()
+    pipeline.run(
+        feed.resource(start=start),
+        start=start + DAY + 5 * HOUR,
+        end=(start + 3 * DAY).date().isoformat(),
+        execution_time=NOON,
+    )
+    assert feed.calls == [(start + DAY, start + 2 * DAY), (start + 3 * DAY, start + 4 * DAY)]
+    feed.calls.clear()
+    pipeline.run(feed.resource(start=start), execution_time=NOON)
+    assert feed.calls == [(start, start + DAY), (start + 4 * DAY, TODAY)]
+
+
+def test_a_run_over_a_range_applies_lookback_within_it(pipeline: sl.Pipeline) -> None:
+    """SQLMesh counts the lookback of a ranged run over the range's own intervals."""
+    feed = Feed()
+    start = TODAY - 6 * DAY
+    pipeline.run(feed.resource(start=start, lookback=1), execution_time=NOON - 2 * DAY)
+    assert feed.calls == [(start, start + 4 * DAY)]
+    feed.calls.clear()
+    pipeline.run(
+        feed.resource(start=start, lookback=1), start=start, end=start + 5 * DAY, execution_time=NOON
+    )
+    assert feed.calls == [(start + 3 * DAY, start + 5 * DAY)]
+
+
+def test_a_run_range_ending_before_its_start_is_refused(pipeline: sl.Pipeline) -> None:
+    """SQLMesh refuses ``run --start "2024-10-21 10:00" --end 2024-10-21``: a date end is
+    compared as its midnight there."""
+    feed = Feed()
+    with pytest.raises(PipelineStepFailed, match="end '2024-10-21' lies before start .*midnight"):
+        pipeline.run(feed.resource(), start="2024-10-21 10:00", end="2024-10-21", execution_time=NOON)
+    assert feed.calls == []

@@ -339,3 +339,37 @@ def test_a_plan_prints_sub_day_intervals_with_their_times(pipeline: sl.Pipeline)
     (hours,) = plan.intervals
     assert hours.missing == [("2024-09-20 00:00:00", "2024-09-20 11:59:59")]
     assert "hourly: 2024-09-20 00:00:00 - 2024-09-20 11:59:59 (1 batch)" in str(plan)
+
+
+def test_a_plan_lists_every_resource_a_run_loads_even_with_no_interval_missing(pipeline: sl.Pipeline) -> None:
+    """An append or cursor resource loads its new rows on every run: its plan says so, and
+    does not claim there is nothing to load; a plan of an up-to-date interval resource does."""
+    calls: list[Any] = []
+    pipeline.run(daily_source(calls), execution_time=NOW)
+
+    @sl.resource(name="events", write_disposition="append")
+    def events() -> Iterator[Any]:
+        yield {"id": 1}
+
+    @sl.resource(name="pages", write_disposition="replace")
+    def pages() -> Iterator[Any]:
+        yield {"id": 1}
+
+    pipeline.run([events, pages])
+
+    plan = pipeline.plan(daily_source(calls), execution_time=NOW)
+    assert plan.loads == {"users": "all new rows (merge)"}
+    assert plan.has_changes
+    text = str(plan)
+    assert "No changes" not in text
+    assert "Resources without intervals to run:\n└── users: all new rows (merge)" in text
+    assert plan.to_dict()["loads"] == {"users": "all new rows (merge)"}
+
+    appended = pipeline.plan([events, pages])
+    assert appended.loads == {"events": "all new rows (append)", "pages": "all rows (replace)"}
+    assert "No changes" not in str(appended)
+    appended.apply()
+    assert len(delta_rows(pipeline, "events")) == 2
+
+    up_to_date = pipeline.plan(daily_source(calls).with_resources("daily"), execution_time=NOW)
+    assert up_to_date.loads == {} and not up_to_date.has_changes

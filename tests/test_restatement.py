@@ -6,6 +6,7 @@ the restated start is at or before their own start, and ignored otherwise."""
 from __future__ import annotations
 
 import datetime
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -157,7 +158,12 @@ def test_a_transformer_reading_a_restated_resource_is_restated_too(pipeline: sl.
     assert values(pipeline)[3] == 30
 
 
-def test_scd2_refuses_restatement_unless_it_allows_it(pipeline: sl.Pipeline) -> None:
+def test_scd2_is_skipped_by_a_restatement_unless_it_allows_it(
+    pipeline: sl.Pipeline, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLMesh's SCD_TYPE_2 kinds default to disable_restatement: a full refresh would lose
+    the captured history, so the restatement skips them with a warning."""
+
     def dim(**args: Any) -> sl.Resource:
         return sl.resource(
             [{"id": 1, "v": "a"}],
@@ -167,20 +173,43 @@ def test_scd2_refuses_restatement_unless_it_allows_it(pipeline: sl.Pipeline) -> 
         )
 
     pipeline.run(dim())
-    with pytest.raises(PipelineStepFailed, match="'dim' cannot be restated .*default for scd2"):
-        pipeline.run(dim(), restate=["dim"])
+    version = deltalake.DeltaTable(f"{pipeline.dataset_uri}/dim").version()
+    with caplog.at_level(logging.WARNING, logger="sparkload"):
+        info = pipeline.run(dim(), restate=["dim"])
+    assert deltalake.DeltaTable(f"{pipeline.dataset_uri}/dim").version() == version
+    assert any("'dim' not restated" in note and "default for scd2" in note for note in info.notes)
+    assert "'dim' not restated" in caplog.text
     pipeline.run(dim(disable_restatement=False), restate=["dim"])
     assert len(delta_rows(pipeline, "dim")) == 1
 
 
-def test_disable_restatement_and_unmatched_selectors_are_refused(pipeline: sl.Pipeline) -> None:
+def test_a_resource_with_restatement_disabled_is_skipped_with_a_warning_naming_it(
+    pipeline: sl.Pipeline, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLMesh skips such a model in a restating plan (a warning, no backfill of it, nor of
+    what reads from it); the other restated resources are restated."""
     feed = Feed()
-    with pytest.raises(PipelineStepFailed, match="'daily' cannot be restated"):
-        pipeline.run(feed.daily(disable_restatement=True), restate=["daily"], execution_time=NOW)
+    pipeline.run(feed.daily(disable_restatement=True), execution_time=day(5))
+    feed.windows.clear()
+    other = Feed()
+    other_daily = other.daily().with_name("other_daily")
+
+    @sl.source
+    def project() -> Any:
+        return feed.daily(disable_restatement=True), other_daily
+
+    with caplog.at_level(logging.WARNING, logger="sparkload"):
+        info = pipeline.run(project(), restate=["*"], start=day(1), end=day(2), execution_time=NOW)
+    assert feed.windows == []  # neither restated nor its new days loaded
+    assert other.windows == [(day(1), day(2))]
+    assert any("resource 'daily' not restated" in note for note in info.notes)
+    assert "resource 'daily' not restated and not run: restatement is disabled" in caplog.text
+
+
+def test_unmatched_selectors_are_refused(pipeline: sl.Pipeline) -> None:
+    feed = Feed()
     with pytest.raises(PipelineStepFailed, match="selects no resource"):
         pipeline.run(feed.daily(), restate=["nothing*"], execution_time=NOW)
-    with pytest.raises(PipelineStepFailed, match="start= and end= go with restate="):
-        pipeline.run(feed.daily(), start=day(1), execution_time=NOW)
 
 
 # -- more of 002_…: the guide's example, the other non-idempotent kinds, downstream models ------
@@ -315,7 +344,7 @@ def test_a_restated_range_off_the_interval_bounds_reloads_every_interval_it_touc
     assert ledger == [[START.isoformat(), NOW.isoformat()]]
 
 
-def test_a_refused_restatement_writes_nothing(pipeline: sl.Pipeline) -> None:
+def test_a_skipped_restatement_writes_nothing(pipeline: sl.Pipeline) -> None:
     feed = Feed()
     pipeline.run(feed.daily(disable_restatement=True), execution_time=NOW)
     before = (
@@ -323,10 +352,7 @@ def test_a_refused_restatement_writes_nothing(pipeline: sl.Pipeline) -> None:
         pipeline.state["_state_version"],
     )
     feed.windows.clear()
-    with pytest.raises(PipelineStepFailed, match="'daily' cannot be restated"):
-        pipeline.run(
-            feed.daily(disable_restatement=True), restate=["daily"], start=day(3), execution_time=NOW
-        )
+    pipeline.run(feed.daily(disable_restatement=True), restate=["daily"], start=day(3), execution_time=NOW)
     assert feed.windows == []
     after = (
         deltalake.DeltaTable(f"{pipeline.dataset_uri}/daily").version(),
@@ -351,8 +377,7 @@ def test_an_allowed_scd2_restatement_clears_the_history_and_the_table_stays_scd2
     pipeline.run(dim([{"id": 1, "v": "b"}]))
     assert sorted(r["v"] for r in delta_rows(pipeline, "dim")) == ["a", "b"]  # a retired, b current
     version = deltalake.DeltaTable(f"{pipeline.dataset_uri}/dim").version()
-    with pytest.raises(PipelineStepFailed, match="'dim' cannot be restated"):
-        pipeline.run(dim([{"id": 1, "v": "b"}]), restate=["dim"])
+    pipeline.run(dim([{"id": 1, "v": "b"}]), restate=["dim"])  # skipped: scd2's default
     assert deltalake.DeltaTable(f"{pipeline.dataset_uri}/dim").version() == version
 
     pipeline.run(dim([{"id": 1, "v": "b"}], disable_restatement=False), restate=["dim"])
@@ -423,3 +448,60 @@ def test_a_full_refresh_forgets_the_tombstones_of_deleted_keys(
     pipeline.run(sl.resource([{"id": 1, "lsn": 2, "v": "again", "deleted": False}], **hints))
 
     assert sorted((r["id"], r["v"]) for r in delta_rows(pipeline, "items")) == [(1, "again"), (2, "b")]
+
+
+# -- restatement as SQLMesh's restating plan does it ---------------------------------------------
+
+
+def test_a_date_end_of_a_restatement_takes_its_whole_day(pipeline: sl.Pipeline) -> None:
+    """SQLMesh reads ``--end 2024-09-24`` as inclusive: day 4 is reloaded with day 3."""
+    feed = Feed()
+    pipeline.run(feed.daily(), execution_time=NOW)
+    feed.values = {n: 7 for n in range(7)}
+    feed.windows.clear()
+    pipeline.run(feed.daily(), restate=["daily"], start="2024-09-23", end="2024-09-24", execution_time=NOW)
+    assert feed.windows == [(day(3), day(5))]
+    assert values(pipeline) == {0: 1, 1: 1, 2: 1, 3: 7, 4: 7, 5: 1, 6: 1}
+
+
+def test_lookback_does_not_widen_a_restated_range(pipeline: sl.Pipeline) -> None:
+    feed = Feed()
+    pipeline.run(feed.daily(), execution_time=NOW)
+
+    @sl.resource(name="daily")
+    def looking_back(
+        window: Any = sl.sources.intervals("ts", start=START, cron="@daily", lookback=2),  # noqa: B008
+    ) -> Iterator[dict[str, Any]]:
+        feed.windows.append((window.start, window.end))
+        yield {"ts": window.start, "value": 5}
+
+    feed.windows.clear()
+    pipeline.run(looking_back, restate=["daily"], start=day(3), end=day(4), execution_time=NOW)
+    assert feed.windows == [(day(3), day(4))]
+
+
+def test_a_restating_run_loads_no_new_intervals_and_runs_no_other_resource(pipeline: sl.Pipeline) -> None:
+    """A restating plan backfills the restated models only: the days that became due since
+    the last run, and the resources not restated, wait for the next plain run."""
+    feed = Feed()
+    others: list[int] = []
+
+    @sl.resource(name="other", write_disposition="append")
+    def other() -> Iterator[dict[str, Any]]:
+        others.append(1)
+        yield {"id": 1}
+
+    @sl.source
+    def project() -> Any:
+        return feed.daily(), other
+
+    pipeline.run(project(), execution_time=day(5))
+    assert feed.windows == [(START, day(5))] and others == [1]
+    feed.windows.clear()
+    pipeline.run(project(), restate=["daily"], start=day(1), end=day(2), execution_time=NOW)
+    assert feed.windows == [(day(1), day(2))]
+    assert others == [1]
+    feed.windows.clear()
+    pipeline.run(project(), execution_time=NOW)
+    assert feed.windows == [(day(5), NOW)]
+    assert others == [1, 1]

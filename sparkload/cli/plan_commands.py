@@ -17,7 +17,6 @@ from typing import Any
 from sparkload.cli import output
 from sparkload.cli.output import print_json
 from sparkload.cli.script import load_script
-from sparkload.exceptions import SparkloadError
 from sparkload.pipeline.plan import Plan
 
 
@@ -44,10 +43,19 @@ def add_parsers(commands: Any) -> None:
         "--restate",
         nargs="+",
         metavar="SELECTOR",
-        help="resources to reprocess over [--start, --end): names, globs or tag:<glob>",
+        help="resources to reprocess over [--start, --end]: names, globs or tag:<glob>",
     )
-    script.add_argument("--start", metavar="TIME", help="the restated range's start (with --restate)")
-    script.add_argument("--end", metavar="TIME", help="the restated range's end (with --restate)")
+    script.add_argument(
+        "--start",
+        metavar="TIME",
+        help="the restated range's start; without --restate, the run loads only the missing "
+        "intervals from there (as `sqlmesh run --start`)",
+    )
+    script.add_argument(
+        "--end",
+        metavar="TIME",
+        help="the restated or loaded range's end (a date: the whole day)",
+    )
     script.add_argument(
         "--extract",
         action="store_true",
@@ -67,8 +75,6 @@ def add_parsers(commands: Any) -> None:
 
 
 def _make_plan(args: argparse.Namespace) -> Plan:
-    if (args.start is not None or args.end is not None) and not args.restate:
-        raise SparkloadError("--start and --end go with --restate")
     found = load_script(args.script, args.pipeline, args.data)
     return found.pipeline.plan(
         found.data,

@@ -2,7 +2,8 @@
 
 A pipeline's resources live in the script that runs it, so the command imports the script
 as a module, which does not run its ``if __name__ == "__main__":`` block, and takes the
-``sl.pipeline(...)`` and the data (a source or a resource) it defines at module level.
+``sl.pipeline(...)`` and the data (a source or a resource) it defines at module level; a
+script with one source and the resources it bundles means the source.
 
 The module is named after the file, as running the script names its config section
 (``sources.<script name>.…``), and the script's folder comes first on ``sys.path``, as
@@ -39,8 +40,15 @@ def load_script(path: Path, pipeline_var: str | None, data_var: str | None) -> S
     pipeline_name, pipeline = _pick(
         path, names, pipeline_var, "--pipeline", ("pipeline", "pipelines"), _is_pipeline
     )
+    # A source bundles the resources defined beside it: a script with one source means it.
+    sources = {name: value for name, value in names.items() if isinstance(value, Source)}
     data_name, data = _pick(
-        path, names, data_var, "--data", ("source or resource", "sources and resources"), _is_data
+        path,
+        sources if data_var is None and len(sources) == 1 else names,
+        data_var,
+        "--data",
+        ("source or resource", "sources and resources"),
+        _is_data,
     )
     if not _is_data(data):
         if not callable(data):

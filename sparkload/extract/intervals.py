@@ -16,6 +16,7 @@ batch is its own load package, so its rows and its ledger entry commit together.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime
 import enum
 import inspect
@@ -121,6 +122,35 @@ _UNIT_SECONDS = {
     IntervalUnit.QUARTER_HOUR: 900,
     IntervalUnit.FIVE_MINUTE: 300,
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+    """The range a run is limited to: ``run(start=, end=)`` (SQLMesh's ``run --start
+    --end``), or the range a restatement reloads. ``start`` is inclusive (None: the
+    resource's own start); ``end`` exclusive, or a whole day when ``end_is_date`` (None:
+    the execution time)."""
+
+    start: datetime.datetime | None = None
+    end: datetime.datetime | None = None
+    end_is_date: bool = False
+
+    @classmethod
+    def of(cls, start: Any, end: Any) -> Span:
+        """The span of a user's ``start=``/``end=`` (dates, datetimes or their text); an end
+        before the start is refused, a date end read as its midnight, as SQLMesh reads it
+        here (``start="2024-01-05 10:00", end="2024-01-05"`` is refused)."""
+        span = cls(
+            as_utc(start, "start") if start is not None else None,
+            as_utc(end, "end") if end is not None else None,
+            end is not None and _is_date(end),
+        )
+        if span.start is not None and span.end is not None and span.end < span.start:
+            raise ResourceError(
+                f"end {end!r} lies before start {start!r}"
+                + (" (a date end is that day's midnight here: give the next day)" if span.end_is_date else "")
+            )
+        return span
 
 
 class Intervals:
@@ -242,19 +272,42 @@ class Intervals:
             return None
         return self.end_value + datetime.timedelta(days=1) if self.end_is_date else self.end_value
 
-    def grid(self, execution_time: datetime.datetime) -> list[Window]:
+    def restated(
+        self, span: Span, execution_time: datetime.datetime
+    ) -> tuple[datetime.datetime, datetime.datetime]:
+        """The range a restatement of ``span`` reloads (SQLMesh's restatement interval): from
+        the start of the interval holding its start to the end of the interval holding its
+        end (a date end is its whole day), partials allowed or not."""
+        low = self.unit.floor(span.start if span.start is not None else self.start_value)
+        high = span.end if span.end is not None else as_utc(execution_time, "execution_time")
+        if span.end_is_date:
+            high += datetime.timedelta(days=1)
+        high = self.unit.ceil(high)
+        if high < low:
+            raise ResourceError(f"restatement: end {high.isoformat()} must be after start {low.isoformat()}")
+        return low, high
+
+    def grid(self, execution_time: datetime.datetime, span: Span | None = None) -> list[Window]:
         """The unit intervals from the one holding ``start`` up to what is due at
-        ``execution_time`` (and up to ``end``, extended to the end of its interval); the
-        last is partial when partials are allowed and it is incomplete."""
+        ``execution_time`` (and up to ``end``, extended to the end of its interval), within
+        ``span`` when the run is limited to one; the last is partial when partials are
+        allowed and it is incomplete."""
         moment = as_utc(execution_time, "execution_time")
-        until, until_is_date = moment, False
-        if self.end_value is not None and self.end_value < moment:
+        span = span or Span()
+        start = self.start_value if span.start is None else max(self.start_value, span.start)
+        # The run's end (its span's, or the execution time), or the declared end before it.
+        until, until_is_date = (span.end, span.end_is_date) if span.end is not None else (moment, False)
+        if self.end_value is not None and self.end_value < until:
             until, until_is_date = self.end_value, self.end_is_date
+        # A span starting after the declared end (a date end read as its midnight here, as
+        # SQLMesh compares them), or ending before the declared start, holds nothing.
+        if (self.end_value is not None and start > self.end_value) or self.start_value > until:
+            return []
         # Less than one unit between start and a datetime end: nothing can be complete.
-        too_short = (until - self.start_value).total_seconds() < self.unit.seconds
+        too_short = (until - start).total_seconds() < self.unit.seconds
         if too_short and not until_is_date and not self.allow_partials:
             return []
-        low = self.unit.floor(self.start_value)
+        low = self.unit.floor(start)
         high = until + datetime.timedelta(days=1) if until_is_date else until
         if not self.allow_partials:
             high = self.unit.ceil(high)
@@ -269,11 +322,14 @@ class Intervals:
             low = following
         return windows
 
-    def missing(self, execution_time: datetime.datetime, ledger: list[list[str]]) -> list[Window]:
-        """The intervals of the grid the ledger does not cover, and with them the last
-        ``lookback`` intervals of the grid and the ``lookback`` before each missing one
-        (SQLMesh's compute_missing_intervals)."""
-        grid = self.grid(execution_time)
+    def missing(
+        self, execution_time: datetime.datetime, ledger: list[list[str]], span: Span | None = None
+    ) -> list[Window]:
+        """The intervals of the grid (within ``span``) the ledger does not cover, and with
+        them the last ``lookback`` intervals of the grid and the ``lookback`` before each
+        missing one (SQLMesh's compute_missing_intervals). A restated span has every
+        interval missing, so lookback adds nothing to it."""
+        grid = self.grid(execution_time, span)
         done = _parse_ledger(ledger)
         missing = {i for i, window in enumerate(grid) if not _covered(window, done)}
         if missing and self.lookback:
@@ -291,12 +347,14 @@ class Intervals:
         model_end = self.model_end()
         return [grid[i] for i in sorted(missing) if model_end is None or grid[i].start < model_end]
 
-    def batches(self, execution_time: datetime.datetime, ledger: list[list[str]]) -> list[Window]:
-        """The windows this run processes: the missing intervals, contiguous runs of them
-        cut into batches of ``batch_size`` intervals."""
+    def batches(
+        self, execution_time: datetime.datetime, ledger: list[list[str]], span: Span | None = None
+    ) -> list[Window]:
+        """The windows this run processes: the missing intervals (within ``span``),
+        contiguous runs of them cut into batches of ``batch_size`` intervals."""
         windows: list[Window] = []
         run: list[Window] = []
-        for window in self.missing(execution_time, ledger):
+        for window in self.missing(execution_time, ledger, span):
             if run and (window.start != run[-1].end or (self.batch_size and len(run) == self.batch_size)):
                 windows.append(_joined(run))
                 run = []

@@ -52,6 +52,7 @@ from sparkload.exceptions import (
 )
 from sparkload.extract.extractor import Extractor
 from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
+from sparkload.extract.intervals import Span
 from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
 from sparkload.extract.load_hints import load_hints, normalize_column_path
 from sparkload.extract.manifest import ExtractManifest
@@ -467,17 +468,16 @@ class Pipeline:
         finishes that package instead and does not extract ``data``, as dlt's does: a run
         repeated after a crash then loads what the interrupted run would have loaded, once.
 
-        ``restate`` (resource names, globs, ``tag:<glob>``) reprocesses [``start``, ``end``)
+        ``restate`` (resource names, globs, ``tag:<glob>``) reprocesses [``start``, ``end``]
         for those resources and the transformers reading from them (see
-        ``pipeline/restatement.py``). ``refresh`` (dlt's ``"drop_sources"``,
+        ``pipeline/restatement.py``); without it, ``start``/``end`` limit the run to the
+        intervals it has not loaded inside [``start``, ``end``] (SQLMesh's ``run --start
+        --end``; a date ``end`` is its whole day). ``refresh`` (dlt's ``"drop_sources"``,
         ``"drop_resources"``, ``"drop_data"``; default: the pipeline's) drops or truncates the
         extracted resources' tables and state in this run's first load (see
         ``pipeline/drop.py``).
         """
         refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.RUN)
-        with pipeline_step("extract", None, trace=self._trace(), timed=False):
-            if (start is not None or end is not None) and not restate:
-                raise ResourceError("start= and end= go with restate=")
         self._discard_planned()
         info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         if self.has_pending_data:
@@ -595,6 +595,8 @@ class Pipeline:
             schedule.refuse_bad_hint_combinations(jobs)
             counted_from = self._extract_base()
             restated = None
+            # The run's own range: a restatement gives each restated resource its range instead.
+            span = Span.of(start, end) if not restate and (start is not None or end is not None) else None
             if restate:
                 restated = restatement.restate(
                     jobs, restate, start, end, counted_from, clock, pipeline_name=self.pipeline_name
@@ -608,7 +610,8 @@ class Pipeline:
                     raise ResourceError("refresh= and restate= do not go together: a refresh reloads all")
                 refreshing = plan_refresh(mode, counted_from, self.destination_dataset, jobs)
                 counted_from = refreshing.state
-            batches = schedule.batches(jobs, counted_from, clock)
+            spans = restated.spans() if restated is not None else None
+            batches = schedule.batches(jobs, counted_from, clock, span, spans)
             if refreshing is not None and batches:
                 batches[0] = schedule.Batch(refreshing.jobs(batches[0].jobs), batches[0].windows)
             return schedule.Scheduled(jobs, batches, restated, refresh=refreshing)

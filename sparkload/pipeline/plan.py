@@ -4,8 +4,9 @@ to the destination, then carried out exactly.
 ``pipeline.plan(source, ...)`` takes the arguments of ``run()`` and lists, per table,
 whether it is added or changed, its disposition and schema difference (added columns,
 type changes, which are destructive), the missing intervals of each interval resource as
-date ranges, restated ranges and ignored resources, and where every incremental cursor
-starts. ``plan.apply()`` runs exactly that at the plan's execution time, and refuses if
+date ranges, what every other resource the run would run loads ("all new rows" for
+cursors and appends), restated ranges and ignored resources, and where every incremental
+cursor starts. ``plan.apply()`` runs exactly that at the plan's execution time, and refuses if
 the destination moved on in between. With ``extract=True`` the plan extracts and
 normalizes into load packages first, so the schema difference comes from the real data,
 and ``apply()`` loads those packages without extracting again.
@@ -26,6 +27,7 @@ from sparkload.exceptions import PlanOutdatedError
 from sparkload.extract.intervals import IntervalUnit
 from sparkload.extract.jobs import ExtractJob, every_entry
 from sparkload.extract.load_hints import load_hints, normalize_column_path
+from sparkload.extract.resource import Resource
 from sparkload.load import destructive
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.types import data_type_of_spark, spark_type
@@ -110,6 +112,9 @@ class Plan:
     ignored: dict[str, str | None]
     incrementals: dict[str, Any]
     extracted: list[str]
+    # Every resource without intervals the run would run, with what it loads ("all new
+    # rows" for cursors and appends): a run loads them even when no interval is missing.
+    loads: dict[str, str] = dataclasses.field(default_factory=dict)
     # What apply() checks has not moved: the state version and every table's version.
     fingerprint: dict[str, Any] = dataclasses.field(repr=False, default_factory=dict)
     _pipeline: Any = dataclasses.field(repr=False, default=None)
@@ -117,10 +122,12 @@ class Plan:
 
     @property
     def has_changes(self) -> bool:
-        """False when the run would load nothing: no table added or changed, no interval missing."""
+        """False when the run would load nothing: no table added or changed, no interval
+        missing, no resource without intervals to run."""
         return bool(
             any(t.status != "unchanged" for t in self.tables)
             or any(i.missing for i in self.intervals)
+            or self.loads
             or self.extracted
         )
 
@@ -170,6 +177,11 @@ class Plan:
             lines += _tree(
                 "Intervals needing backfill (missing dates):",
                 [(_describe_intervals(i), []) for i in missing],
+            )
+        if self.loads:
+            lines += _tree(
+                "Resources without intervals to run:",
+                [(f"{name}: {what}", []) for name, what in self.loads.items()],
             )
         restated = [i for i in self.intervals if i.restated]
         if restated:
@@ -258,6 +270,7 @@ def make_plan(
         ignored,
         _incremental_starts(scheduled.jobs, state, pipeline.pipeline_name),
         extracted,
+        loads=_loads_without_intervals(scheduled.batches[0].jobs if scheduled.batches else []),
         _pipeline=pipeline,
         _run=run_args,
     )
@@ -334,6 +347,32 @@ def _widens(old: T.DataType, new: T.DataType) -> bool:
     if isinstance(old, T.LongType) and isinstance(new, integral):
         return True
     return isinstance(old, T.DoubleType) and isinstance(new, (*integral, T.FloatType))
+
+
+def _loads_without_intervals(jobs: list[ExtractJob]) -> dict[str, str]:
+    """What each resource without intervals among ``jobs`` (the first package's: they run
+    there) loads."""
+    loads: dict[str, str] = {}
+
+    def walk(entries: list[ExtractJob], parent: str | None) -> None:
+        for entry in entries:
+            if entry.resource.intervals is None and not entry.feeds_only:
+                loads[entry.resource.name] = _what_it_loads(entry.resource, parent)
+            walk(entry.children, entry.resource.name)
+
+    walk(jobs, None)
+    return loads
+
+
+def _what_it_loads(resource: Resource, parent: str | None) -> str:
+    disposition = resource.hints.write_disposition.disposition
+    if resource.hints.refresh:
+        return f"all rows (full refresh, {disposition})"
+    if parent is not None:
+        return f"the items '{parent}' feeds it ({disposition})"
+    if resource.cursor_starts({}) or disposition == "append":
+        return f"all new rows ({disposition})"
+    return f"all rows ({disposition})"
 
 
 def _incremental_starts(
@@ -434,6 +473,10 @@ def plan_html(plan: Plan) -> str:
                 (_interval_row(i) for i in plan.intervals),
                 "Intervals to run",
             )
+        )
+    if plan.loads:
+        parts.append(
+            html_tables.table(("resource", "loads"), plan.loads.items(), "Resources without intervals to run")
         )
     if plan.ignored:
         parts.append(

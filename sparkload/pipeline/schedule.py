@@ -18,7 +18,7 @@ from sparkload.common.hints import LoadHints
 from sparkload.common.naming import normalize_table_name
 from sparkload.common.time import Window
 from sparkload.exceptions import HintCombinationError, ResourceError
-from sparkload.extract.intervals import LEDGER_KEY, record
+from sparkload.extract.intervals import LEDGER_KEY, Span, record
 from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
 from sparkload.extract.load_hints import load_hints
 from sparkload.load.merge_config import check_merge_hints
@@ -97,24 +97,37 @@ def resource_state_of(state: Mapping[str, Any], source: str, resource: str) -> M
 
 
 def interval_resources(
-    jobs: list[ExtractJob], state: Mapping[str, Any], execution_time: datetime.datetime
+    jobs: list[ExtractJob],
+    state: Mapping[str, Any],
+    execution_time: datetime.datetime,
+    span: Span | None = None,
+    spans: Mapping[str, Span] | None = None,
 ) -> dict[str, IntervalResource]:
-    """The windows each interval resource of ``jobs`` has to load at ``execution_time``."""
+    """The windows each interval resource of ``jobs`` has to load at ``execution_time``:
+    within its own span in ``spans`` (a restated range), else within ``span`` (the run's
+    ``start=``/``end=``), else all it has not loaded."""
     found = {}
     for entry in every_entry(jobs):
         spec = entry.resource.intervals
         if spec is None:
             continue
         ledger = resource_state_of(state, entry.source_name, entry.resource.name).get(LEDGER_KEY, [])
-        found[entry.resource.name] = IntervalResource(entry.source_name, spec.batches(execution_time, ledger))
+        limit = (spans or {}).get(entry.resource.name, span)
+        found[entry.resource.name] = IntervalResource(
+            entry.source_name, spec.batches(execution_time, ledger, limit)
+        )
     return found
 
 
 def batches(
-    jobs: list[ExtractJob], state: Mapping[str, Any], execution_time: datetime.datetime
+    jobs: list[ExtractJob],
+    state: Mapping[str, Any],
+    execution_time: datetime.datetime,
+    span: Span | None = None,
+    spans: Mapping[str, Span] | None = None,
 ) -> list[Batch]:
     """The packages of one run, in order (none when every resource is up to date)."""
-    timed = interval_resources(jobs, state, execution_time)
+    timed = interval_resources(jobs, state, execution_time, span, spans)
     # Plain resources run in the first package (a transformer of an interval resource runs
     # with its parent, so it alone does not make a package).
     has_plain = bool(_select(jobs, functools.partial(_runs, windows={}, index=0)))

@@ -50,6 +50,7 @@ def run_case(case: dict[str, Any], workdir: Path) -> list[list[list[str]]] | dic
         pipelines_dir=workdir / "pipelines",
     )
     restatement = case.get("restatement")
+    ranged = case.get("run_range")
     result = []
     try:
         for index, execution_time in enumerate(case["runs"]):
@@ -61,6 +62,10 @@ def run_case(case: dict[str, Any], workdir: Path) -> list[list[list[str]]] | dic
                     restate=["events"],
                     start=restatement["start"],
                     end=restatement["end"],
+                )
+            elif ranged is not None and ranged["run"] == index:
+                pipeline.run(
+                    make(), execution_time=moment(execution_time), start=ranged["start"], end=ranged["end"]
                 )
             else:
                 pipeline.run(make(), execution_time=moment(execution_time))

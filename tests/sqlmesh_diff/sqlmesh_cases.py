@@ -84,7 +84,21 @@ def _case(rng: random.Random, number: int) -> dict[str, Any]:
             "start": _text(restate_start, as_date),
             "end": _text(restate_end, as_date),
         }
+    _add_run_range(case, start, step, random.Random(f"{SEED}:{number}"))
     return case
+
+
+def _add_run_range(
+    case: dict[str, Any], start: datetime.datetime, step: datetime.timedelta, rng: random.Random
+) -> None:
+    """Some cases limit a later run to a range (SQLMesh's ``run --start --end``), drawn from a
+    generator of their own so the rest of the grid stays as it was."""
+    if case.get("restatement") or len(case["runs"]) < 2 or rng.random() >= 0.2:
+        return
+    low = start + step * rng.choice([0, 1, 2]) + rng.choice([datetime.timedelta(0), step / 3])
+    high = low + step * rng.choice([1, 2, 4]) + rng.choice([datetime.timedelta(0), step / 2])
+    as_date = rng.random() < 0.4
+    case["run_range"] = {"run": len(case["runs"]) - 1, "start": _text(low), "end": _text(high, as_date)}
 
 
 def generate(count: int = COUNT, seed: int = SEED) -> list[dict[str, Any]]:

@@ -4,8 +4,9 @@ Runs in the virtualenv with SQLMesh (benchmarks/sqlmesh_env.py), never beside sp
 Reads a JSON list of cases on stdin; each case is one INCREMENTAL_BY_TIME_RANGE Python model
 in a throwaway project on duckdb, with the case's cron, start, end, lookback, batch_size and
 allow_partials. Its first run is the plan that creates the model (SQLMesh backfills there),
-every later run a ``context.run(execution_time=...)``, a restating run a plan with
-``restate_models`` over the case's range. The model appends the ``start``/``end`` it is
+every later run a ``context.run(execution_time=...)`` (over the case's ``run_range``,
+``start=``/``end=``, where it has one), a restating run a plan with ``restate_models`` over
+the case's range. The model appends the ``start``/``end`` it is
 evaluated with to a file, so what is recorded is what SQLMesh's scheduler chose, not a
 reimplementation of it. Writes ``{"id": [[[start, end], ...] per run], ...}`` on stdout,
 windows half-open, as naive UTC ISO texts; a case SQLMesh refuses gets ``{"error": text}``.
@@ -92,6 +93,7 @@ def run_case(case: dict[str, Any], root: Path) -> list[list[list[str]]]:
     )
     context = Context(paths=str(project))
     restatement = case.get("restatement")
+    ranged = case.get("run_range")
     result = []
     for index, execution_time in enumerate(case["runs"]):
         log.write_text("")
@@ -106,6 +108,8 @@ def run_case(case: dict[str, Any], root: Path) -> list[list[list[str]]]:
                 no_prompts=True,
                 execution_time=execution_time,
             )
+        elif ranged is not None and ranged["run"] == index:
+            context.run(start=ranged["start"], end=ranged["end"], execution_time=execution_time)
         else:
             context.run(execution_time=execution_time)
         windows = [json.loads(line) for line in log.read_text().splitlines()]
