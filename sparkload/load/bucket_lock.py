@@ -113,10 +113,18 @@ class BucketLease:
     def _take_over_expired(self) -> Any:
         try:
             found = obstore.get(self.store, self.key)
-            held = json.loads(bytes(found.bytes()))
+            body = bytes(found.bytes())
         except FileNotFoundError:
             return None  # released meanwhile: the next attempt creates it
-        if time.time() <= float(held.get("expires", 0)):
+        try:
+            held = json.loads(body)
+            expires = float(held["expires"])
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(
+                f"commit lock {self.key}: the object holds no lease that sparkload wrote (no "
+                f"holder and expiry); delete it once no writer of the table is running"
+            ) from None
+        if time.time() <= expires:
             return None
         body, _ = self._body()
         try:
