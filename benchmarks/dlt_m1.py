@@ -18,6 +18,7 @@ import deltalake
 import dlt
 import pyarrow.compute as pc
 from delta_stats import last_commit, table_summary
+from lake import lake
 from workload import M1_CHANGED, M1_ROWS, m1_changes, m1_tables
 
 
@@ -28,7 +29,7 @@ def main(work: Path, rows: int) -> None:
     os.environ["NORMALIZE__PARQUET_NORMALIZER__ADD_DLT_LOAD_ID"] = "true"
     pipeline = dlt.pipeline(
         "bench_m1_dlt",
-        destination=dlt.destinations.filesystem(bucket_url=str(work / "lake")),
+        destination=dlt.destinations.filesystem(bucket_url=lake(work)),
         pipelines_dir=str(work / "pipelines"),
         dataset_name="m1",
         dev_mode=True,
@@ -38,14 +39,14 @@ def main(work: Path, rows: int) -> None:
     started = time.perf_counter()
     pipeline.run(dlt.resource(m1_tables(rows), **hints))
     out["first"] = time.perf_counter() - started
-    uri = work / "lake" / pipeline.dataset_name / "m1"
+    uri = f"{lake(work)}/{pipeline.dataset_name}/m1"
     out["after_first"] = table_summary(uri)
 
     started = time.perf_counter()
     pipeline.run(dlt.resource(m1_changes(rows, M1_CHANGED), **hints))
     out["merge"] = time.perf_counter() - started
     out["commit"] = last_commit(uri)
-    dataset = deltalake.DeltaTable(str(uri)).to_pyarrow_dataset()
+    dataset = deltalake.DeltaTable(uri).to_pyarrow_dataset()  # a bucket's settings: from the environment
     out["rows"] = dataset.count_rows()
 
     out["updated"] = dataset.count_rows(filter=pc.starts_with(pc.field("name"), "changed"))

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import deltalake
 import dlt
+from lake import lake
 from workload import FIRST_LOAD, SECOND_LOAD, SECOND_START, w1_rows
 
 
 def main(work: Path) -> None:
     pipeline = dlt.pipeline(
         "bench_w1_dlt",
-        destination=dlt.destinations.filesystem(bucket_url=str(work / "lake")),
+        destination=dlt.destinations.filesystem(bucket_url=lake(work)),
         pipelines_dir=str(work / "pipelines"),
         dataset_name="w1",
         dev_mode=True,
@@ -35,7 +36,7 @@ def main(work: Path) -> None:
         started = time.perf_counter()
         pipeline.run(resource)
         timings[label] = time.perf_counter() - started
-    table = deltalake.DeltaTable(str(work / "lake" / pipeline.dataset_name / "w1"))
+    table = deltalake.DeltaTable(f"{lake(work)}/{pipeline.dataset_name}/w1")
     timings["rows"] = table.to_pyarrow_dataset().count_rows()
     print(json.dumps(timings))
 

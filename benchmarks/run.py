@@ -4,6 +4,7 @@
                              [--skip-s1] [--skip-f1] [--skip-t1] [--skip-d1] [--skip-q1]
                              [--repeat N] [--m1-rows N] [--m1s-rows N,N,...] [--s1-rows N]
                              [--skip-c1] [--q1-rows N] [--c1-columns N,N,...] [--dlt-s1-duckdb]
+                             [--skip-b1] [--b1-m1-rows N,N]
 
 W1: 1,000,000 nested rows merged on id, then 10,000 rows half overlapping (sparkload, dlt);
     on a JVM Spark (SPARKLOAD_SPARK_MASTER) also the same work written by hand in PySpark
@@ -28,6 +29,11 @@ D1: a Spark DataFrame of 1,000,000 and of 10,000,000 rows made on the engine, lo
 Q1: a PostgreSQL table of 1,000,000 rows (numeric, timestamptz, text, jsonb) loaded with
     sql_table in chunks of 50,000, then 1,000 changed rows read by the incremental query;
     the process's peak RSS (sparkload only; needs PostgreSQL's server programs).
+B1: the same cases in a bucket of an S3 API server on 127.0.0.1 (moto's server mode, see
+    s3_server.py) beside local disk (sparkload, dlt's filesystem destination writing Delta to
+    the same server): W1's second load in the bucket and on disk, and M1's merge of 10,000
+    rows into 1,000,000 and into 10,000,000 rows in the bucket (--b1-m1-rows); reports the
+    bucket's W1 over the disk's and the larger M1 over the smaller.
 C1: 1,000 flat rows of 1,000, 5,000 and 10,000 columns appended with one run: how a load's
     time grows with the table's width (sparkload only).
 
@@ -39,6 +45,7 @@ share an environment. Each run is a fresh process, one at a time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -46,9 +53,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import s3_server
 from dlt_env import python_with_dlt
 
 HERE = Path(__file__).resolve().parent
@@ -299,6 +308,63 @@ def run_f1(args: argparse.Namespace, table: Table) -> None:
             table.add(f"F1 flights backfill {cron}, batches of {batch}{suffix}", ours["backfill"], None)
 
 
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment (which the runners inherit) while the block runs."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _w1_both(args: argparse.Namespace, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    ours, _ = _run(sys.executable, "sparkload_w1.py")
+    print(f"B1 W1 sparkload ({where}): first {ours['first']:.2f}s, second {ours['second']:.2f}s")
+    theirs: dict[str, Any] = {}
+    if not args.skip_dlt:
+        theirs, _ = _run(python_with_dlt(), "dlt_w1.py")
+        print(f"B1 W1 dlt       ({where}): first {theirs['first']:.2f}s, second {theirs['second']:.2f}s")
+    return ours, theirs
+
+
+def run_b1(args: argparse.Namespace, table: Table) -> None:
+    sizes = [int(n) for n in args.b1_m1_rows.split(",")]
+    for attempt in range(args.repeat):
+        suffix = f" #{attempt + 1}" if args.repeat > 1 else ""
+        on_disk, theirs_on_disk = _w1_both(args, "local disk")
+        merges: dict[int, float] = {}
+        with s3_server.bucket(WORK) as settings, _environment(settings):
+            in_bucket, theirs_in_bucket = _w1_both(args, "bucket")
+            for rows in sizes:
+                ours, _ = _run(sys.executable, "sparkload_m1.py", str(rows))
+                _print_m1(f"sparkload {rows / 1e6:g}M, bucket", ours)
+                theirs: dict[str, Any] = {}
+                if not args.skip_dlt:
+                    theirs, _ = _run(python_with_dlt(), "dlt_m1.py", str(rows))
+                    _print_m1(f"dlt       {rows / 1e6:g}M, bucket", theirs)
+                if "merge" in ours:
+                    merges[rows] = ours["merge"]
+                    print(f"B1 M1 sparkload {rows / 1e6:g}M, bucket: commit {ours['commit']['operation']}")
+                label = f"B1 merge 10k into {rows / 1e6:g}M, bucket{suffix}"
+                table.add(label, ours.get("merge"), theirs.get("merge"))
+        table.add(f"B1 W1 second load, local disk{suffix}", on_disk["second"], theirs_on_disk.get("second"))
+        table.add(f"B1 W1 second load, bucket{suffix}", in_bucket["second"], theirs_in_bucket.get("second"))
+        ratio = in_bucket["second"] / on_disk["second"]
+        print(f"B1 sparkload: W1's second load in the bucket is {ratio:.2f}x the one on local disk")
+        if len(merges) == len(sizes):
+            largest, smallest = merges[max(sizes)], merges[min(sizes)]
+            print(
+                f"B1 sparkload: merge into {max(sizes):,} rows in the bucket is {largest / smallest:.2f}x "
+                f"the one into {min(sizes):,}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-dlt", action="store_true")
@@ -312,6 +378,8 @@ def main() -> None:
     parser.add_argument("--skip-d1", action="store_true")
     parser.add_argument("--skip-q1", action="store_true")
     parser.add_argument("--skip-c1", action="store_true")
+    parser.add_argument("--skip-b1", action="store_true")
+    parser.add_argument("--b1-m1-rows", default="1000000,10000000")
     parser.add_argument("--c1-columns", default="1000,5000,10000")
     parser.add_argument("--q1-rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=1)
@@ -344,6 +412,8 @@ def main() -> None:
         run_f1(args, table)
     if not args.skip_c1:
         run_c1(args, table)
+    if not args.skip_b1:
+        run_b1(args, table)
     table.print()
     shutil.rmtree(WORK / "tmp", ignore_errors=True)
     if FAILURES:

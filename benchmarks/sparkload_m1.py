@@ -6,6 +6,8 @@ the last ids and half new ids. Prints one JSON line: {"first": s, "merge": s, "r
 "updated": n, "commit": {...what the merge commit did, from the Delta log...}}.
 
     python benchmarks/sparkload_m1.py WORK_DIR [ROWS]
+
+The lake is in WORK_DIR, or in the bucket run.py names for its bucket cases (lake.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from pathlib import Path
 
 from delta_stats import last_commit, table_summary
+from lake import lake
 from workload import M1_CHANGED, M1_ROWS, m1_changes, m1_tables
 
 import sparkload as sl
@@ -24,7 +27,7 @@ import sparkload as sl
 def main(work: Path, rows: int) -> None:
     pipeline = sl.pipeline(
         "bench_m1",
-        destination=sl.destinations.delta(work / "lake"),
+        destination=sl.destinations.delta(lake(work)),
         pipelines_dir=work / "pipelines",
         dev_mode=True,
     )

@@ -2,7 +2,8 @@
 
 Prints one JSON line: {"engine_start": seconds, "first": seconds, "second": seconds, "rows": n}.
 The engine is the one sparkload picks from the environment: the embedded one by default,
-a JVM Spark with ``SPARKLOAD_SPARK_MASTER=local[2]`` (see docs/engines.md).
+a JVM Spark with ``SPARKLOAD_SPARK_MASTER=local[2]`` (see docs/engines.md). The lake is in
+the working folder, or in the bucket run.py names for its bucket cases (lake.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from lake import lake
 from workload import FIRST_LOAD, SECOND_LOAD, SECOND_START, w1_rows
 
 import sparkload as sl
@@ -20,7 +22,7 @@ import sparkload as sl
 def main(work: Path) -> None:
     pipeline = sl.pipeline(
         "bench_w1",
-        destination=sl.destinations.delta(work / "lake"),
+        destination=sl.destinations.delta(lake(work)),
         pipelines_dir=work / "pipelines",
         dev_mode=True,
     )

@@ -2,8 +2,9 @@
 nor lose a commit: the two-process race of ``test_concurrent_merge.py`` with the
 destination in a bucket of a real S3 API server on 127.0.0.1 (moto's server mode).
 
-In a bucket no file lock orders the writers (``table_lock`` exists for local folders only);
-what keeps a commit from overwriting another is the store refusing a second
+In a bucket the writers' commits to a table take turns under a lease object beside the
+tables (``bucket_lock``), which lets a merge be a range rewrite there as on local disk;
+what keeps a commit from overwriting another's version is the store refusing a second
 ``_delta_log/<version>.json``: the embedded engine's Delta writer (Sail) writes each commit
 with ``PutMode::Create``, a PUT with ``If-None-Match: *`` under the conditional-put setting
 sparkload gives it (``AWS_CONDITIONAL_PUT=etag``), and moto answers 412 to the loser, as
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import boto3
 import botocore.exceptions
+import deltalake
 import pytest
 from test_bucket import bucket_pipeline
 from test_concurrent_merge import race
@@ -49,6 +51,25 @@ def test_two_writers_merging_in_one_bucket_never_duplicate_a_key_nor_lose_a_comm
     commits = [line for line in log if f"PUT /{s3_bucket.name}/" in line and "/_delta_log/" in line]
     refused = [line for line in commits if '" 412 ' in line]
     print(f"commits the store refused (412, another writer's was there): {len(refused)}")
+
+
+def test_a_merge_into_a_table_in_a_bucket_is_a_range_rewrite(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    """On Sail a merge in a bucket overwrites the key range it touches
+    (``range_rewrite``), as on local disk, holding the table's lease meanwhile: its commit
+    is a WRITE with the range as its predicate, not a MERGE (which would join every file)."""
+    pipeline = bucket_pipeline(s3_bucket, tmp_path)
+    for value in ("a", "b"):
+        rows = [{"id": i, "value": value} for i in range(10)]
+        pipeline.run(rows, table_name="orders", primary_key="id", write_disposition="merge")
+    table = deltalake.DeltaTable(
+        f"{pipeline.dataset_uri}/orders", storage_options=s3_bucket.server.storage_options()
+    )
+    newest = table.history(1)[0]
+    assert newest["operation"] == "WRITE", newest
+    assert "BETWEEN 0" in newest["operationParameters"]["predicate"]
+    assert sorted(table.to_pyarrow_table().column("value").to_pylist()) == ["b"] * 10
+    # The lease was released: only the table's objects are left.
+    assert not [key for key in s3_bucket.object_keys() if "_sparkload_locks" in key]
 
 
 def test_the_engine_commits_to_a_bucket_by_conditional_put(s3_bucket: S3Bucket, tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ def _replace_bounded(family: MergeFamily, target: DeltaTable, loaded: DataFrame)
     Nested rows of root rows another writer removes after the read of those that are
     there are that writer's to replace: its nested commit waits for this one, holding the
     table's lock, and then reads them."""
-    if target.lock_path() is None:
+    if target.commit_lock() is None:
         return False  # another writer's nested commit could land between: the full MERGE
     root = family.dataset.table(family.root)
     version = root.committed_by(family.load_id)

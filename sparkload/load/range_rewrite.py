@@ -42,7 +42,7 @@ def usable(table: DeltaTable, predicate: str | None, rows: DataFrame) -> bool:
     schema evolution in an overwrite that keeps rows: the MERGE adds it)."""
     if predicate is None or not table.replace_where or merge_skips_files(table.spark):
         return False
-    if table.lock_path() is None:  # no lock to hold from the read to the commit (table_lock)
+    if table.commit_lock() is None:  # no lock to hold from the read to the commit (table_lock)
         return False
     destination = table.schema()
     return destination is not None and set(rows.columns) <= set(destination.fieldNames())

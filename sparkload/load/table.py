@@ -28,8 +28,10 @@ from sparkload.common.folder import filesystem
 from sparkload.common.sql import delta_path, quote
 from sparkload.common.system_columns import ID
 from sparkload.engine.capabilities import commit_history, ignores_target_file_size
+from sparkload.engine.object_store import is_s3_url
 from sparkload.exceptions import LoadError
-from sparkload.load import delta_log
+from sparkload.load import bucket_lock, delta_log
+from sparkload.load.table_lock import CommitLock, FileLock
 
 # Bytes per data file a write aims at (the engine cuts files of a partition at this size).
 # A merge rewrites every file its key range overlaps: with files of 4 MiB a merge of 10,000
@@ -144,9 +146,9 @@ class DeltaTable:
         where the table's log is not at hand."""
         return None
 
-    def lock_path(self) -> Path | None:
-        """The file whose lock ``table_lock`` takes around this table's commits; None where
-        there is none to take (a table not in a local folder)."""
+    def commit_lock(self) -> CommitLock | None:
+        """The lock ``table_lock`` takes around this table's commits (a new hold on it per
+        call); None where there is none to take."""
         return None
 
     def write(self, df: DataFrame, mode: str, load_id: str, **options: str) -> None:
@@ -205,12 +207,15 @@ class PathTable(DeltaTable):
     def read(self) -> DataFrame:
         return self.spark.read.format("delta").load(self.uri)
 
-    def lock_path(self) -> Path | None:
+    def commit_lock(self) -> CommitLock | None:
         # Beside the tables, where no reader looks for one (a folder of no Delta log).
-        fs, path = filesystem(self.uri)
+        lock_uri = f"{self.uri.rsplit('/', 1)[0]}/{LOCKS_FOLDER}/{self.name}.lock"
+        if is_s3_url(lock_uri):
+            return bucket_lock.lease(lock_uri)
+        fs, path = filesystem(lock_uri)
         if not file_lock.SUPPORTED or not isinstance(fs, pafs.LocalFileSystem):
             return None
-        return Path(path).parent / LOCKS_FOLDER / f"{self.name}.lock"
+        return FileLock(Path(path))
 
     def _save(self, writer: Any, df: DataFrame) -> None:
         writer.save(self.uri)
