@@ -26,7 +26,7 @@ nox.options.default_venv_backend = "uv|virtualenv"
 @nox.session
 def tests(session: nox.Session) -> None:
     session.install("-e", ".[local,test]")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *WORKERS, *session.posargs)
 
 
 @nox.session
@@ -101,12 +101,18 @@ def airflow(session: nox.Session) -> None:
 #   MERGE statements the classic session's run covers.
 # Each engine session ends with its slowest tests, to show where its time goes.
 DURATIONS = ("--durations=15",)
+# Two pytest-xdist workers, each with an engine of its own (tests/engines.py), each test file
+# whole on one of them (`--dist loadfile` in pyproject.toml): one test process keeps about
+# one core of two busy. Not for Apache Spark's Spark Connect server (one JVM server for the
+# run is most of its cost), tests/airflow (one Airflow home) or tests/dlt_templates (a
+# MariaDB on a fixed port in a namespace).
+WORKERS = ("-n", "2")
 
 
-def _marked(engine: str, marker: str, session: nox.Session) -> list[str]:
+def _marked(engine: str, marker: str, session: nox.Session, workers: tuple[str, ...] = WORKERS) -> list[str]:
     """The pytest arguments of an engine session: the tests marked for it, or the tests the
     developer named."""
-    return [f"--engine={engine}", *DURATIONS, *(session.posargs or ["-m", marker, "tests"])]
+    return [f"--engine={engine}", *workers, *DURATIONS, *(session.posargs or ["-m", marker, "tests"])]
 
 
 @nox.session
@@ -118,7 +124,7 @@ def spark(session: nox.Session) -> None:
         session.run("pytest", *session.posargs)
         return
     session.run("pytest", *_marked("spark", "jvm", session))
-    session.run("pytest", *_marked("spark-connect", "spark_connect", session))
+    session.run("pytest", *_marked("spark-connect", "spark_connect", session, workers=()))
 
 
 @nox.session
