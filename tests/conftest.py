@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # With pytest-xdist (`-n 2`) the controller runs no test: each worker starts the
     # engine's server of its own, so that two workers never share a server's catalog or
     # session. The controller only prepares what the workers would otherwise race for.
-    if config.option.dist != "no" and not hasattr(config, "workerinput"):
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         engines.prepare_workers(engine)
     else:
         engines.start(engine)
