@@ -26,7 +26,7 @@ nox.options.default_venv_backend = "uv|virtualenv"
 @nox.session
 def tests(session: nox.Session) -> None:
     session.install("-e", ".[local,test]")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *WORKERS, *session.posargs)
 
 
 @nox.session
@@ -101,12 +101,20 @@ def airflow(session: nox.Session) -> None:
 #   MERGE statements the classic session's run covers.
 # Each engine session ends with its slowest tests, to show where its time goes.
 DURATIONS = ("--durations=15",)
+# Two pytest-xdist workers, each with an engine of its own (tests/engines.py), each test file
+# whole on one of them (`--dist loadfile` in pyproject.toml): one test process keeps about
+# one core of two busy. Not for the JVM runs: in one process most tests share one warmed JVM
+# session, where two workers each pay a JVM's start and warm-up and share the two cores
+# between two local[2] JVMs (four JVM tests took 3 min 8 s on two workers, 1 min 40 s on
+# one); nor for tests/airflow (one Airflow home) or tests/dlt_templates (a MariaDB on a
+# fixed port in a namespace).
+WORKERS = ("-n", "2")
 
 
-def _marked(engine: str, marker: str, session: nox.Session) -> list[str]:
+def _marked(engine: str, marker: str, session: nox.Session, workers: tuple[str, ...] = WORKERS) -> list[str]:
     """The pytest arguments of an engine session: the tests marked for it, or the tests the
     developer named."""
-    return [f"--engine={engine}", *DURATIONS, *(session.posargs or ["-m", marker, "tests"])]
+    return [f"--engine={engine}", *workers, *DURATIONS, *(session.posargs or ["-m", marker, "tests"])]
 
 
 @nox.session
@@ -117,8 +125,8 @@ def spark(session: nox.Session) -> None:
     if session.posargs:
         session.run("pytest", *session.posargs)
         return
-    session.run("pytest", *_marked("spark", "jvm", session))
-    session.run("pytest", *_marked("spark-connect", "spark_connect", session))
+    session.run("pytest", *_marked("spark", "jvm", session, workers=()))
+    session.run("pytest", *_marked("spark-connect", "spark_connect", session, workers=()))
 
 
 @nox.session

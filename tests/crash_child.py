@@ -1,11 +1,13 @@
 """One scheduled run of a pipeline, for the fault-injection test (run as a subprocess).
 
-    python crash_child.py <work dir> <run number> [<kill point>]
+    python crash_child.py <work dir> <run number>[,<run number>...] [<kill point>]
 
 The source is what an API would serve on day <run number>: everything up to that day, so
-repeating a run loads nothing new. Every kind of table is in it: an append table with an
-incremental cursor and nested rows, a delete-insert merge with nested rows, a replace, an
-scd2 dimension and an append table paged by hand through resource state.
+repeating a run loads nothing new. Several run numbers run one after the other in this one
+process, as a scheduler that keeps its process between runs would (one engine start for all).
+Every kind of table is in it: an append table with an incremental cursor and nested rows, a
+delete-insert merge with nested rows, a replace, an scd2 dimension and an append table paged
+by hand through resource state.
 
 A kill point makes the process SIGKILL itself at one stage boundary of the run:
 ``extract`` (after extract), ``normalize:N`` (right after the N-th table of the package
@@ -139,7 +141,7 @@ def day_source(day: int) -> Any:
 
 
 def main() -> None:
-    work, day = sys.argv[1], int(sys.argv[2])
+    work, days = sys.argv[1], [int(day) for day in sys.argv[2].split(",")]
     point = sys.argv[3] if len(sys.argv) > 3 else ""
     pipeline = sl.pipeline(
         "crashy",
@@ -149,7 +151,8 @@ def main() -> None:
     )
     arm(point)
     print("STARTED", flush=True)
-    pipeline.run(day_source(day), execution_time=DAY0 + datetime.timedelta(days=day))
+    for day in days:
+        pipeline.run(day_source(day), execution_time=DAY0 + datetime.timedelta(days=day))
     print("DONE", flush=True)
 
 

@@ -55,12 +55,35 @@ def environment(engine: str) -> dict[str, str]:
     return {}
 
 
-def start(engine: str) -> None:
-    """Called once per test run: starts the engine's server where it has one."""
+def _choose(engine: str) -> None:
     if engine not in ENGINES:
         raise pytest.UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     _current[0] = engine
     os.environ["SPARKLOAD_TEST_ENGINE"] = engine
+
+
+def prepare_workers(engine: str) -> None:
+    """Called once in pytest-xdist's controller, before its workers start: the workers
+    each start the engine themselves (``start``), and the one thing they would share is
+    Ivy's jar cache (``~/.ivy2``), which two JVMs resolving at once can corrupt. So the
+    Delta jars are resolved here, by one JVM, and the workers' JVMs find them remembered
+    (``sparkload.engine.jvm``) and ask Ivy nothing."""
+    _choose(engine)
+    if engine == "spark":
+        from delta import configure_spark_with_delta_pip
+
+        from sparkload.engine import jvm
+
+        if jvm._resolved_jars(jvm._delta_packages(configure_spark_with_delta_pip)) is None:
+            # In a process of its own, so that its JVM is gone before the workers start.
+            start = "from sparkload.engine.jvm import jvm_session; jvm_session('local[1]', {}).stop()"
+            subprocess.run([sys.executable, "-c", start], check=True)
+
+
+def start(engine: str) -> None:
+    """Called once per test run (per pytest-xdist worker): starts the engine's server where
+    it has one."""
+    _choose(engine)
     if engine in REMOTE_ENGINES:
         process, url = _start_server(engine)
         _server.append(process)
