@@ -23,12 +23,9 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, Any, Protocol
 
 from sparkload.common import file_lock
-
-if TYPE_CHECKING:
-    from sparkload.load.table import DeltaTable
 
 logger = logging.getLogger(__name__)
 
@@ -65,8 +62,17 @@ class FileLock:
             self._handle = None
 
 
+class LockedTable(Protocol):
+    """What ``held`` needs of a table (``load.table.DeltaTable``, which imports this module
+    for its locks)."""
+
+    name: str
+
+    def commit_lock(self) -> CommitLock | None: ...
+
+
 @contextlib.contextmanager
-def held(table: DeltaTable) -> Iterator[None]:
+def held(table: LockedTable) -> Iterator[None]:
     """Hold ``table``'s commit lock (waiting for another writer's commit to end); nothing
     where the table has none."""
     lock = table.commit_lock()

@@ -261,6 +261,8 @@ def make_plan(
         if scheduled.restatement is not None
         else {}
     )
+    incrementals = _incremental_starts(scheduled.jobs, state, pipeline.pipeline_name)
+    with_cursors = {key.split(".", 1)[0] for key in incrementals}
     plan = Plan(
         pipeline.pipeline_name,
         pipeline.dataset_uri,
@@ -268,9 +270,9 @@ def make_plan(
         tables,
         intervals,
         ignored,
-        _incremental_starts(scheduled.jobs, state, pipeline.pipeline_name),
+        incrementals,
         extracted,
-        loads=_loads_without_intervals(scheduled.batches[0].jobs if scheduled.batches else []),
+        loads=_loads_without_intervals(scheduled.batches[0].jobs if scheduled.batches else [], with_cursors),
         _pipeline=pipeline,
         _run=run_args,
     )
@@ -349,28 +351,29 @@ def _widens(old: T.DataType, new: T.DataType) -> bool:
     return isinstance(old, T.DoubleType) and isinstance(new, (*integral, T.FloatType))
 
 
-def _loads_without_intervals(jobs: list[ExtractJob]) -> dict[str, str]:
+def _loads_without_intervals(jobs: list[ExtractJob], with_cursors: set[str]) -> dict[str, str]:
     """What each resource without intervals among ``jobs`` (the first package's: they run
-    there) loads."""
+    there) loads; ``with_cursors`` names the resources an incremental cursor bounds (their
+    cursors bound as the run binds them, config of the pipeline's own sections included)."""
     loads: dict[str, str] = {}
 
     def walk(entries: list[ExtractJob], parent: str | None) -> None:
         for entry in entries:
             if entry.resource.intervals is None and not entry.feeds_only:
-                loads[entry.resource.name] = _what_it_loads(entry.resource, parent)
+                loads[entry.resource.name] = _what_it_loads(entry.resource, parent, with_cursors)
             walk(entry.children, entry.resource.name)
 
     walk(jobs, None)
     return loads
 
 
-def _what_it_loads(resource: Resource, parent: str | None) -> str:
+def _what_it_loads(resource: Resource, parent: str | None, with_cursors: set[str]) -> str:
     disposition = resource.hints.write_disposition.disposition
     if resource.hints.refresh:
         return f"all rows (full refresh, {disposition})"
     if parent is not None:
         return f"the items '{parent}' feeds it ({disposition})"
-    if resource.cursor_starts({}) or disposition == "append":
+    if resource.name in with_cursors or disposition == "append":
         return f"all new rows ({disposition})"
     return f"all rows ({disposition})"
 
