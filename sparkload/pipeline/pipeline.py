@@ -39,6 +39,7 @@ from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.time import Window, as_utc, now
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
+from sparkload.engine.jvm_cluster import follow_s3_settings
 from sparkload.engine.object_store import refuse_unsafe_jvm_commits
 from sparkload.engine.session import is_own_session
 from sparkload.engine.settings import SESSION_CONF, session_settings
@@ -276,6 +277,8 @@ class Pipeline:
             require_delta(spark)
             # Before any file reaches the destination: the engine check writes markers there.
             if isinstance(self.destination_dataset, PathDataset):
+                # A JVM sparkload started earlier in this process takes today's S3 settings.
+                follow_s3_settings(spark, self.destination_dataset.uri)
                 refuse_unsafe_jvm_commits(spark, self.destination_dataset.uri)
             self._engine_reads_working_dir = check_engine_sees(
                 spark, self._reachable_dir, self.destination_dataset.checked_folder

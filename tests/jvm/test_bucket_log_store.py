@@ -110,3 +110,34 @@ def test_a_jvm_sparkload_starts_merges_into_s3a_and_s3_urls_with_hadoop_aws(
             f"s3://{s3_bucket.name}/{scheme}-lake/shop/users__tags", storage_options=options
         )
         assert sorted(row["value"] for row in tags.to_pyarrow_table().to_pylist()) == ["y", "z"]
+
+
+def test_a_jvm_sparkload_started_before_the_aws_variables_were_set_loads_into_a_bucket_with_them(
+    s3_bucket: S3Bucket, tmp_path: Path
+) -> None:
+    """The JVM of a first pipeline (a local folder, no AWS variables yet) serves the next
+    pipeline of the process, into a bucket with the variables set since: a JVM never sees
+    its process's later environment, so sparkload hands the session the settings then."""
+    done = run_script(
+        """
+        import os
+        aws = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
+        local = sl.pipeline("local", destination=sl.destinations.delta(sys.argv[1] + "/local-lake"),
+                            pipelines_dir=sys.argv[1] + "/local-work")
+        local.run([{"id": 0}], table_name="warm_up")
+        os.environ.update(aws)
+        pipeline.run([{"id": 1, "name": "a"}, {"id": 2, "name": "b"}], table_name="orders")
+        print("SAME JVM", pipeline.spark is local.spark)
+        """,
+        tmp_path,
+        f"s3a://{s3_bucket.name}/lake",
+        ENGINE__DELTA_LOG_STORE=SINGLE_DRIVER_LOG_STORE,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "SAME JVM True" in done.stdout
+    assert s3_bucket.server.secret_key not in done.stdout + done.stderr
+    orders = deltalake.DeltaTable(
+        f"s3://{s3_bucket.name}/lake/shop/orders", storage_options=s3_bucket.server.storage_options()
+    )
+    rows = sorted((row["id"], row["name"]) for row in orders.to_pyarrow_table().to_pylist())
+    assert rows == [(1, "a"), (2, "b")]
