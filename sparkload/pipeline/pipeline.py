@@ -276,9 +276,11 @@ class Pipeline:
             spark = resolve_spark(self._spark_arg)
             require_delta(spark)
             # Before any file reaches the destination: the engine check writes markers there.
+            # A JVM sparkload started earlier in this process takes the S3 settings of now
+            # for the folder it reads and writes (the destination, or a catalog's staging).
+            _, engine_folder = self.destination_dataset.checked_folder
+            follow_s3_settings(spark, engine_folder)
             if isinstance(self.destination_dataset, PathDataset):
-                # A JVM sparkload started earlier in this process takes today's S3 settings.
-                follow_s3_settings(spark, self.destination_dataset.uri)
                 refuse_unsafe_jvm_commits(spark, self.destination_dataset.uri)
             self._engine_reads_working_dir = check_engine_sees(
                 spark, self._reachable_dir, self.destination_dataset.checked_folder
