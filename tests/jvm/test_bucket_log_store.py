@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import deltalake
+import pytest
 
 from sparkload.engine.object_store import SINGLE_DRIVER_LOG_STORE
 
@@ -75,6 +76,7 @@ def test_a_bucket_on_the_default_log_store_is_refused_before_writing(
     assert s3_bucket.object_keys() == []
 
 
+@pytest.mark.timeout(2 * 600)  # two JVM starts, each bounded as run_script bounds it
 def test_a_jvm_sparkload_starts_merges_into_s3a_and_s3_urls_with_hadoop_aws(
     s3_bucket: S3Bucket, tmp_path: Path
 ) -> None:
