@@ -23,8 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
+import engines
 import pytest
 from servers import free_port, stop
+
+from sparkload.engine.object_store import SINGLE_DRIVER_LOG_STORE
 
 HOST = "127.0.0.1"
 ACCESS_KEY = "sparkload-test-key"
@@ -134,6 +137,13 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 
 
 @pytest.fixture(scope="session")
+def another_s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A second server that accepts any keys, at an endpoint of its own."""
+    with _running_moto(tmp_path_factory.mktemp("moto_other"), {}) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def s3_server_checking_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """A server that checks every request's keys against its (empty) IAM: the test keys are
     refused, as a real store refuses wrong credentials."""
@@ -180,3 +190,11 @@ def s3_refusing_keys(s3_server_checking_keys: S3Server) -> Iterator[S3Server]:
     this test only."""
     with aws_variables(s3_server_checking_keys):
         yield s3_server_checking_keys
+
+
+@pytest.fixture
+def one_writer_on_the_jvm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test writes its tables from one driver, which a JVM engine is told (else it
+    refuses a bucket on delta-spark's default log store: tests/jvm/test_bucket_log_store.py)."""
+    if engines.current() == "spark":
+        monkeypatch.setenv("ENGINE__DELTA_LOG_STORE", SINGLE_DRIVER_LOG_STORE)

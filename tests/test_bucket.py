@@ -17,7 +17,6 @@ from cli_process import sparkload, succeeded
 from conftest import user_columns
 
 import sparkload as sl
-from sparkload.engine.object_store import SINGLE_DRIVER_LOG_STORE
 from sparkload.engine.session import resolve_spark
 from sparkload.exceptions import ConfigValueError, EngineError, InvalidNameError
 from sparkload.load import compaction
@@ -29,15 +28,13 @@ if TYPE_CHECKING:
 
 # The S3 server and bucket fixtures (imported by pytest only, so that it rewrites asserts).
 pytest_plugins = ("s3_server",)
-pytestmark = [pytest.mark.timeout(300), pytest.mark.connect, pytest.mark.cluster]
-
-
-@pytest.fixture(autouse=True)
-def _one_writer_on_the_jvm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test writes its tables from one driver, which a JVM engine is told (else it
-    refuses a bucket on delta-spark's default log store: tests/jvm/test_bucket_log_store.py)."""
-    if engines.current() == "spark":
-        monkeypatch.setenv("ENGINE__DELTA_LOG_STORE", SINGLE_DRIVER_LOG_STORE)
+pytestmark = [
+    pytest.mark.timeout(300),
+    pytest.mark.connect,
+    pytest.mark.cluster,
+    pytest.mark.jvm,
+    pytest.mark.usefixtures("one_writer_on_the_jvm"),
+]
 
 
 def bucket_pipeline(

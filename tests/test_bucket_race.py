@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import boto3
 import botocore.exceptions
 import deltalake
+import engines
 import pytest
 from test_bucket import bucket_pipeline
 from test_concurrent_merge import race
@@ -31,7 +32,7 @@ from test_concurrent_merge import race
 from sparkload.exceptions import ConfigValueError
 
 # The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.connect, pytest.mark.cluster]
+pytestmark = [pytest.mark.connect, pytest.mark.cluster, pytest.mark.jvm]
 
 if TYPE_CHECKING:
     from s3_server import S3Bucket
@@ -41,6 +42,12 @@ pytest_plugins = ("s3_server",)
 BUCKET_RACE_ROUNDS = int(os.environ.get("SPARKLOAD_BUCKET_RACE_ROUNDS", "3"))
 
 
+@engines.engine_limit(
+    "spark",
+    reason="delta-spark keeps two drivers' commits to a bucket apart only through a DynamoDB log "
+    "store (S3DynamoDBLogStore), which this server is not given; without one sparkload refuses "
+    "the bucket (tests/jvm/test_bucket_log_store.py)",
+)
 @pytest.mark.timeout(max(300, 60 * BUCKET_RACE_ROUNDS))
 def test_two_writers_merging_in_one_bucket_never_duplicate_a_key_nor_lose_a_commit(
     s3_bucket: S3Bucket, tmp_path: Path
@@ -53,6 +60,12 @@ def test_two_writers_merging_in_one_bucket_never_duplicate_a_key_nor_lose_a_comm
     print(f"commits the store refused (412, another writer's was there): {len(refused)}")
 
 
+@engines.engine_limit(
+    "spark",
+    reason="on Delta with Apache Spark a merge is a MERGE bounded by the load's key range in its ON "
+    "(range_rewrite.usable), wherever the table lives",
+)
+@pytest.mark.usefixtures("one_writer_on_the_jvm")
 def test_a_merge_into_a_table_in_a_bucket_is_a_range_rewrite(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     """On Sail a merge in a bucket overwrites the key range it touches
     (``range_rewrite``), as on local disk, holding the table's lease meanwhile: its commit
@@ -72,12 +85,14 @@ def test_a_merge_into_a_table_in_a_bucket_is_a_range_rewrite(s3_bucket: S3Bucket
     assert not [key for key in s3_bucket.object_keys() if "_sparkload_locks" in key]
 
 
+@pytest.mark.usefixtures("one_writer_on_the_jvm")
 def test_the_engine_commits_to_a_bucket_by_conditional_put(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     assert "AWS_CONDITIONAL_PUT" not in os.environ
     bucket_pipeline(s3_bucket, tmp_path).run([{"id": 1}], table_name="orders")
     assert os.environ["AWS_CONDITIONAL_PUT"] == "etag"
 
 
+@pytest.mark.usefixtures("one_writer_on_the_jvm")
 def test_commits_without_conditional_put_are_refused_before_writing(
     s3_bucket: S3Bucket, tmp_path: Path
 ) -> None:

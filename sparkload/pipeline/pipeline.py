@@ -39,6 +39,7 @@ from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.time import Window, as_utc, now
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
+from sparkload.engine.jvm_cluster import follow_s3_settings
 from sparkload.engine.object_store import refuse_unsafe_jvm_commits
 from sparkload.engine.session import is_own_session
 from sparkload.engine.settings import SESSION_CONF, session_settings
@@ -273,6 +274,10 @@ class Pipeline:
             spark = resolve_spark(self._spark_arg)
             require_delta(spark)
             # Before any file reaches the destination: the engine check writes markers there.
+            # A JVM sparkload started earlier in this process takes the S3 settings of now
+            # for the folder it reads and writes (the destination, or a catalog's staging).
+            _, engine_folder = self.destination_dataset.checked_folder
+            follow_s3_settings(spark, engine_folder)
             if isinstance(self.destination_dataset, PathDataset):
                 refuse_unsafe_jvm_commits(spark, self.destination_dataset.uri)
             self._engine_reads_working_dir = check_engine_sees(

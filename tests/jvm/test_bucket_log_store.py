@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import deltalake
+import pytest
 
 from sparkload.engine.object_store import SINGLE_DRIVER_LOG_STORE
 
 if TYPE_CHECKING:
-    from s3_server import S3Bucket
+    from s3_server import S3Bucket, S3Server
 
 pytest_plugins = ("s3_server",)
 
@@ -75,6 +76,7 @@ def test_a_bucket_on_the_default_log_store_is_refused_before_writing(
     assert s3_bucket.object_keys() == []
 
 
+@pytest.mark.timeout(2 * 600)  # two JVM starts, each bounded as run_script bounds it
 def test_a_jvm_sparkload_starts_merges_into_s3a_and_s3_urls_with_hadoop_aws(
     s3_bucket: S3Bucket, tmp_path: Path
 ) -> None:
@@ -110,3 +112,71 @@ def test_a_jvm_sparkload_starts_merges_into_s3a_and_s3_urls_with_hadoop_aws(
             f"s3://{s3_bucket.name}/{scheme}-lake/shop/users__tags", storage_options=options
         )
         assert sorted(row["value"] for row in tags.to_pyarrow_table().to_pylist()) == ["y", "z"]
+
+
+def test_a_jvm_sparkload_started_before_the_aws_variables_were_set_loads_into_a_bucket_with_them(
+    s3_bucket: S3Bucket, tmp_path: Path
+) -> None:
+    """The JVM of a first pipeline (a local folder, no AWS variables yet) serves the next
+    pipeline of the process, into a bucket with the variables set since: a JVM never sees
+    its process's later environment, so sparkload hands the session the settings then."""
+    done = run_script(
+        """
+        import os
+        aws = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("AWS_")}
+        local = sl.pipeline("local", destination=sl.destinations.delta(sys.argv[1] + "/local-lake"),
+                            pipelines_dir=sys.argv[1] + "/local-work")
+        local.run([{"id": 0}], table_name="warm_up")
+        os.environ.update(aws)
+        pipeline.run([{"id": 1, "name": "a"}, {"id": 2, "name": "b"}], table_name="orders")
+        print("SAME JVM", pipeline.spark is local.spark)
+        """,
+        tmp_path,
+        f"s3a://{s3_bucket.name}/lake",
+        ENGINE__DELTA_LOG_STORE=SINGLE_DRIVER_LOG_STORE,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "SAME JVM True" in done.stdout
+    assert s3_bucket.server.secret_key not in done.stdout + done.stderr
+    orders = deltalake.DeltaTable(
+        f"s3://{s3_bucket.name}/lake/shop/orders", storage_options=s3_bucket.server.storage_options()
+    )
+    rows = sorted((row["id"], row["name"]) for row in orders.to_pyarrow_table().to_pylist())
+    assert rows == [(1, "a"), (2, "b")]
+
+
+def test_a_jvm_sparkload_started_writes_a_bucket_at_the_endpoint_of_the_settings_now(
+    s3_bucket: S3Bucket, another_s3_server: S3Server, tmp_path: Path
+) -> None:
+    """The same bucket name on two servers: a load into it through the first, then the
+    AWS variables point at the second and the next pipeline of the process loads there, not
+    through the client Hadoop cached for the bucket at the first load."""
+    another_s3_server.create_bucket(s3_bucket.name)
+    done = run_script(
+        f"""
+        import os
+        pipeline.run([{{"id": 1}}], table_name="first")
+        os.environ["AWS_ENDPOINT_URL"] = {another_s3_server.endpoint!r}
+        second = sl.pipeline("orders", destination=sl.destinations.delta(sys.argv[2]),
+                             dataset_name="shop", pipelines_dir=sys.argv[1] + "/work-2")
+        second.run([{{"id": 2}}], table_name="second")
+        print("SAME JVM", second.spark is pipeline.spark)
+        """,
+        tmp_path,
+        f"s3a://{s3_bucket.name}/lake",
+        ENGINE__DELTA_LOG_STORE=SINGLE_DRIVER_LOG_STORE,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "SAME JVM True" in done.stdout
+
+    def tables(server: S3Server) -> dict[str, list[int]]:
+        found = {}
+        for table in ("first", "second"):
+            uri = f"s3://{s3_bucket.name}/lake/shop/{table}"
+            if deltalake.DeltaTable.is_deltatable(uri, storage_options=server.storage_options()):
+                rows = deltalake.DeltaTable(uri, storage_options=server.storage_options()).to_pyarrow_table()
+                found[table] = rows.column("id").to_pylist()
+        return found
+
+    assert tables(s3_bucket.server) == {"first": [1]}
+    assert tables(another_s3_server) == {"second": [2]}
