@@ -94,8 +94,9 @@ def airflow(session: nox.Session) -> None:
 #   in fewer tests: the dispositions and merges (delta-spark's MERGE), range rewrites,
 #   Spark's own parser reading every literal sparkload writes, compaction, classic
 #   DataFrames as items, Spark's file readers, JDBC reads, a bucket as the destination
-#   (tests/jvm/test_bucket_log_store.py: hadoop-aws and fs.s3a.* on the JVM sparkload
-#   starts, and the refusal on delta-spark's default log store).
+#   (tests/test_bucket.py, and tests/jvm/test_bucket_log_store.py: hadoop-aws and fs.s3a.*
+#   on the JVM sparkload starts, following later settings, and the refusal on delta-spark's
+#   default log store).
 # - `spark_connect`: Apache Spark's own Spark Connect server (JVM, with delta-spark): what
 #   differs from the classic JVM session is the client and its protocol, not Delta, whose
 #   MERGE statements the classic session's run covers.
