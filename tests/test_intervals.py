@@ -284,6 +284,23 @@ def test_moving_start_earlier_loads_only_the_intervals_before_the_old_start(pipe
     assert {i: loads[i] for i in first_load} == first_load  # the processed days untouched
 
 
+def test_lookback_after_a_gap_also_reloads_the_newest_intervals(pipeline: sl.Pipeline) -> None:
+    """SQLMesh's ``compute_missing_intervals``: once any interval is missing, the last
+    ``lookback`` intervals of the range are loaded again besides the ``lookback`` before each
+    missing one. A gap before the processed days (start moved back) is filled, and the
+    newest day is reloaded too, as each run with lookback reloads it."""
+    early = TWO_DAYS_AGO - 3 * DAY
+    feed = Feed(hourly_rows(early, 5 * 24))
+    pipeline.run(feed.resource(cron="@daily", lookback=1), execution_time=TODAY)
+    assert feed.calls == [(TWO_DAYS_AGO, TODAY)]
+
+    feed.calls.clear()
+    pipeline.run(feed.resource(cron="@daily", lookback=1, start=early), execution_time=TODAY)
+    assert sorted(feed.calls) == [(early, TWO_DAYS_AGO), (TODAY - DAY, TODAY)]
+    assert project(pipeline, "events", "id") == [(i,) for i in range(120)]
+    assert ledger(pipeline) == [span(early, TODAY)]
+
+
 # -- 001_ "Scheduling computations": batch_size ----------------------------------------------
 
 
