@@ -12,6 +12,7 @@ import engines
 import pytest
 
 import sparkload as sl
+from sparkload.common import context as sparkload_context
 from sparkload.common.system_columns import SYSTEM_COLUMNS
 
 _names = itertools.count()
@@ -118,6 +119,10 @@ def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(variable, raising=False)
     for variable, value in engines.environment(engines.current()).items():
         monkeypatch.setenv(variable, value)
+    # No test sees another's pipeline either: a resource iterated by hand reads the state of
+    # the pipeline made last in the process (as dlt's does), which another test's would be
+    # (its bucket gone with its S3 server, say) when the tests of a file run on one worker.
+    sparkload_context._last_made[0] = None
 
 
 @pytest.fixture
