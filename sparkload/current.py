@@ -11,6 +11,7 @@ import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from sparkload.common import context
+from sparkload.common.state_record import PipelineState
 
 if TYPE_CHECKING:
     from sparkload.pipeline.pipeline import Pipeline
@@ -23,7 +24,7 @@ def pipeline() -> Pipeline:
     return cast("Pipeline", context.active_pipeline())
 
 
-def state() -> dict[str, Any]:
+def state() -> PipelineState:
     """The whole pipeline state as it will be committed with this load."""
     return context.state()
 

@@ -17,6 +17,7 @@ import datetime
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
+from sparkload.common.state_record import PipelineState, SourceState
 from sparkload.common.time import Window, now
 from sparkload.exceptions import SparkloadError
 
@@ -32,18 +33,16 @@ class PipelineView(Protocol):
     def pipeline_name(self) -> str: ...
 
     @property
-    def state(self) -> dict[str, Any]: ...
+    def state(self) -> PipelineState: ...
 
     @property
-    def local_state(self) -> dict[str, Any]: ...
+    def local_state(self) -> PipelineState: ...
 
 
 _pipeline: contextvars.ContextVar[PipelineView | None] = contextvars.ContextVar(
     "sparkload_pipeline", default=None
 )
-_state: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "sparkload_state", default=None
-)
+_state: contextvars.ContextVar[PipelineState | None] = contextvars.ContextVar("sparkload_state", default=None)
 # The time window each interval resource loads in this package, by resource name.
 _windows: contextvars.ContextVar[Mapping[str, Window] | None] = contextvars.ContextVar(
     "sparkload_windows", default=None
@@ -76,7 +75,7 @@ def remember_pipeline(pipeline: PipelineView) -> None:
 @contextlib.contextmanager
 def extraction(
     pipeline: PipelineView,
-    state: dict[str, Any],
+    state: PipelineState,
     windows: Mapping[str, Window] | None = None,
     clock: datetime.datetime | None = None,
 ) -> Iterator[None]:
@@ -152,7 +151,7 @@ def active_pipeline() -> PipelineView:
     return active
 
 
-def state() -> dict[str, Any]:
+def state() -> PipelineState:
     """The whole pipeline state as it will be committed with this load."""
     current = _state.get()
     if current is None:
@@ -174,14 +173,14 @@ def source_state() -> dict[str, Any]:
     return own
 
 
-def detached_state(source_name: str) -> dict[str, Any] | None:
+def detached_state(source_name: str) -> PipelineState | None:
     """The state a source function's body or a resource iterated outside a run sees, as in
     dlt: ``source_name``'s state as the pipeline made last committed it (empty without
     one), as a copy, since no load commits what is written to it. None inside a run (or
     another such scope), whose state stays."""
     if _state.get() is not None:
         return None
-    committed: dict[str, Any] = {}
+    committed: SourceState = {}
     last = _last_made[0]
     if last is not None:
         # The working directory's copy: reading it starts no engine (a source is often
@@ -191,7 +190,7 @@ def detached_state(source_name: str) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def state_scope(state: dict[str, Any] | None, source_name: str, resource_name: str | None) -> Iterator[None]:
+def state_scope(state: PipelineState | None, source_name: str, resource_name: str | None) -> Iterator[None]:
     """Make ``state`` (from ``detached_state``) the one ``source_state``/``resource_state``
     read, for ``source_name`` and ``resource_name``; nothing changes when it is None."""
     if state is None:

@@ -30,7 +30,6 @@ from croniter import croniter
 from sparkload.common.time import UTC, Window, as_utc, now, plain_utc
 from sparkload.exceptions import ResourceError
 
-LEDGER_KEY = "intervals"
 _TINY = datetime.timedelta(microseconds=1)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
 _DATE_TEXT = re.compile(r"\d{4}-?\d{2}-?\d{2}")

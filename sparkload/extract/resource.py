@@ -8,12 +8,13 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from typing_extensions import Unpack
 
 from sparkload.common import context
 from sparkload.common.hints import TWriteDispositionConfig
+from sparkload.common.state_record import PipelineState
 from sparkload.config import ConfigBoundArguments, bind_config, module_section
 from sparkload.exceptions import ResourceError, SparkloadError
 from sparkload.extract.defer import is_deferred, result_pages
@@ -649,7 +650,7 @@ def _last_pipeline_name() -> str | None:
 
 
 def _in_state_scope(
-    make_items: Callable[[], Iterator[Any]], state: dict[str, Any], source_name: str, resource_name: str
+    make_items: Callable[[], Iterator[Any]], state: PipelineState, source_name: str, resource_name: str
 ) -> Iterator[Any]:
     """The items ``make_items`` gives, each computed inside ``context.state_scope``: the
     scope is entered per step, not across a yield, so the caller never runs inside it."""
@@ -681,7 +682,10 @@ def _resource_state(name: str, section: str | None = None) -> dict[str, Any]:
     except SparkloadError:
         return {}
     source = section or active.pipeline_name
-    return active.state.get("sources", {}).get(source, {}).get("resources", {}).get(name, {})
+    # The resource's own keys are the user's: a plain dict, as resource_state() gives it.
+    return cast(
+        "dict[str, Any]", active.state.get("sources", {}).get(source, {}).get("resources", {}).get(name, {})
+    )
 
 
 def _close(iterator: Any) -> None:

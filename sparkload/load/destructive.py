@@ -22,11 +22,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final, Literal
 
 from pyspark.sql import types as T
 
 from sparkload.common.hints import DATA_TYPES, LoadHints
+from sparkload.common.state_record import KEYS_KEY, MergeKeys
 from sparkload.exceptions import DestructiveChangeError
 from sparkload.load.merge_config import validity_columns
 from sparkload.normalize.normalizer import NormalizedTable
@@ -34,10 +35,11 @@ from sparkload.normalize.normalizer import NormalizedTable
 logger = logging.getLogger(__name__)
 
 DEFAULT_POLICY = "error"
-KEYS_STATE = "keys"  # state["keys"][<table>] = {"primary_key": [...], "merge_key": [...]}
+# state["keys"][<table>] = {"primary_key": [...], "merge_key": [...]}
+KEYS_STATE: Final = KEYS_KEY
 VALIDITY_STATE = "validity_columns"  # and, for an scd2 table, its validity columns
 _VARIANT_MARK = "__v_"
-_KEY_HINTS = ("primary_key", "merge_key")
+_KEY_HINTS: tuple[Literal["primary_key"], Literal["merge_key"]] = ("primary_key", "merge_key")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,12 +99,12 @@ def key_changes(table: str, hints: LoadHints, recorded: Mapping[str, Any] | None
     return changes
 
 
-def keys_of(table: str, hints: LoadHints) -> dict[str, list[str]]:
+def keys_of(table: str, hints: LoadHints) -> MergeKeys:
     """The keys a table is loaded with, as the state records them; for an scd2 table also
     its validity columns, which mark it as keeping history (``preflight.check_not_history``)."""
-    keys = {"primary_key": list(hints.primary_key), "merge_key": list(hints.merge_key)}
+    keys: MergeKeys = {"primary_key": list(hints.primary_key), "merge_key": list(hints.merge_key)}
     if hints.disposition == "merge" and hints.strategy == "scd2":
-        keys[VALIDITY_STATE] = list(validity_columns(table, hints.options))
+        keys["validity_columns"] = list(validity_columns(table, hints.options))
     return keys
 
 

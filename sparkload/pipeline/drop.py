@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, get_args
 
 from sparkload.common.package import LoadPackage
+from sparkload.common.state_record import PipelineState
 from sparkload.exceptions import ResourceError, SparkloadError
 from sparkload.extract.jobs import ExtractJob, every_entry
 from sparkload.extract.resource import Resource
@@ -66,7 +67,7 @@ class DroppingPipeline(Protocol):
     @property
     def destination_dataset(self) -> Dataset: ...
     @property
-    def committed_state(self) -> dict[str, Any]: ...
+    def committed_state(self) -> PipelineState: ...
     def drop_pending_packages(self) -> None: ...
 
 
@@ -86,12 +87,12 @@ class DropPlan:
 @dataclasses.dataclass(frozen=True)
 class DropResult:
     plan: DropPlan
-    state: dict[str, Any]
+    state: PipelineState
     state_changed: bool
 
 
 def plan_drop(
-    state: dict[str, Any],
+    state: PipelineState,
     dataset: Dataset,
     resources: Sequence[str] | None = None,
     *,
@@ -134,7 +135,7 @@ def _select(known: list[ResourceKey], names: Sequence[str]) -> list[ResourceKey]
     return sorted(chosen)
 
 
-def state_after(state: dict[str, Any], plan: DropPlan) -> dict[str, Any]:
+def state_after(state: PipelineState, plan: DropPlan) -> PipelineState:
     """``state`` without what ``plan`` drops (the version is not bumped here)."""
     new = copy.deepcopy(state)
     sources = new.get("sources", {})
@@ -195,7 +196,7 @@ class Refresh:
 
     mode: RefreshMode
     plan: DropPlan
-    state: dict[str, Any]
+    state: PipelineState
 
     @property
     def drops_tables(self) -> bool:
@@ -237,7 +238,7 @@ def _extracted_resources(jobs: list[ExtractJob]) -> set[ResourceKey]:
 
 
 def plan_refresh(
-    mode: RefreshMode, state: dict[str, Any], dataset: Dataset, jobs: list[ExtractJob]
+    mode: RefreshMode, state: PipelineState, dataset: Dataset, jobs: list[ExtractJob]
 ) -> Refresh:
     """What ``refresh=mode`` drops for a run extracting ``jobs`` from ``state``."""
     extracted = _extracted_resources(jobs)

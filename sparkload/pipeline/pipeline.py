@@ -36,6 +36,7 @@ from sparkload.common.package import (
 )
 from sparkload.common.paths import check_folder_name, folder_name_from, local_folder, reachable_path
 from sparkload.common.side_by_side import run_side_by_side
+from sparkload.common.state_record import PipelineState, empty_state
 from sparkload.common.time import Window, as_utc, now
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
@@ -240,7 +241,7 @@ class Pipeline:
         # Whether the engine's tasks read this machine's working folder (the engine check
         # says, when the engine starts); if not, the extracted files go to the destination.
         self._engine_reads_working_dir = True
-        self._state: dict[str, Any] | None = None
+        self._state: PipelineState | None = None
         # Whether _state was compared with the destination's since it was last read.
         self._state_synced = False
         # The destination's state as last read, read again only after a commit to its table.
@@ -341,7 +342,7 @@ class Pipeline:
         return self.destination_dataset.staging_folder(self.pipeline_name)
 
     @property
-    def state(self) -> dict[str, Any]:
+    def state(self) -> PipelineState:
         """dlt's ``pipeline.state``: the state the newest extract left while its package
         waits to load (its cursors already taken, as dlt's extract keeps them), else the
         committed state (``committed_state``). Reading it starts no engine."""
@@ -349,7 +350,7 @@ class Pipeline:
         return pending if pending is not None else self.committed_state
 
     @property
-    def committed_state(self) -> dict[str, Any]:
+    def committed_state(self) -> PipelineState:
         """The pipeline state as last committed: the working directory's copy, so reading it
         starts no engine; restored from the destination when the working directory has
         none. Every run first syncs with the destination."""
@@ -361,7 +362,7 @@ class Pipeline:
         return self._state
 
     @property
-    def local_state(self) -> dict[str, Any]:
+    def local_state(self) -> PipelineState:
         """The state of the newest package waiting to load, else the state as the working
         directory last saw it committed (empty if it has none); read without the engine or
         the destination's state table: what a source function's body, or a source iterated
@@ -371,9 +372,9 @@ class Pipeline:
             return pending
         if self._state is not None:
             return self._state
-        return state_store.read_local(self.working_dir) or {}
+        return state_store.read_local(self.working_dir) or empty_state()
 
-    def _synced_state(self) -> dict[str, Any]:
+    def _synced_state(self) -> PipelineState:
         """The committed state, compared with the destination's once (the destination holds
         the authoritative copy; the working directory's may be older, or gone)."""
         if self._state is None or not self._state_synced:
@@ -391,9 +392,7 @@ class Pipeline:
                 state_store.write_local(self.working_dir, remote)  # the cache, restored
             candidates = [s for s in (local, remote) if s is not None]
             self._state = (
-                max(candidates, key=lambda s: s.get("_state_version", 0))
-                if candidates
-                else state_store.empty_state()
+                max(candidates, key=lambda s: s.get("_state_version", 0)) if candidates else empty_state()
             )
             self._state_synced = True
         return self._state
@@ -879,7 +878,7 @@ class Pipeline:
         trace.last_load_info = info
         return info
 
-    def _extract_base(self) -> dict[str, Any]:
+    def _extract_base(self) -> PipelineState:
         """The state a new extract starts from: the newest pending package's (its cursors
         are already taken, as in dlt), else the committed one."""
         pending = self._pending_state()
@@ -889,7 +888,7 @@ class Pipeline:
             return self._synced_state()
         return pending
 
-    def _pending_state(self) -> dict[str, Any] | None:
+    def _pending_state(self) -> PipelineState | None:
         """The state in the newest package waiting to be loaded (None without one)."""
         pending = [
             (package.load_id, manifest.read(package).state)
@@ -982,7 +981,7 @@ class Pipeline:
         self._state = None
 
     @_locked
-    def restore_working_folder(self) -> dict[str, Any]:
+    def restore_working_folder(self) -> PipelineState:
         """Rebuild the working folder from the destination (dlt's ``pipeline sync``): its
         state, packages and records go, and the state the destination committed last is
         written in their place; returns that state. Normalized packages beside the dataset
@@ -1158,7 +1157,7 @@ def _add_empty_replace_tables(
     jobs: list[ExtractJob],
     tables: dict[str, ExtractedTable],
     windows: Mapping[str, Window],
-    state: dict[str, Any],
+    state: PipelineState,
 ) -> None:
     """A replace resource empties every table it filled before that it yields nothing for
     now, as in dlt: its own table, the tables its rows were routed to (a table-name
@@ -1184,7 +1183,7 @@ def _judges_hints(hints: LoadHints) -> bool:
     return bool(hints.columns) and contract.get("data_type", "evolve") != "evolve"
 
 
-def _record_keys(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> None:
+def _record_keys(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
     """Remember the keys each merged table is loaded with: changing them is destructive.
     A table rebuilt by another disposition (replace) starts over: what it was is forgotten."""
     for table in tables:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pyspark.sql import types as T
 
 from sparkload.common.naming import normalize_table_name
+from sparkload.common.state_record import PipelineState
 from sparkload.common.time import Window
 from sparkload.exceptions import PlanOutdatedError
 from sparkload.extract.intervals import IntervalUnit
@@ -50,7 +51,7 @@ class PlannedPipeline(Protocol):
     @property
     def destination_dataset(self) -> Dataset: ...
     @property
-    def committed_state(self) -> dict[str, Any]: ...
+    def committed_state(self) -> PipelineState: ...
     def load(self) -> LoadInfo: ...
     def run(self, *args: Any, **kwargs: Any) -> LoadInfo: ...
 

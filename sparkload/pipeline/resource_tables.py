@@ -13,19 +13,18 @@ with root tables only: a root's nested tables are the dataset's folders named
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from sparkload.common.naming import normalize_table_name
+from sparkload.common.state_record import TABLES_KEY, PipelineState
 from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
 
-TABLES_KEY = "tables"
 NESTING_SEPARATOR = "__"
 
 # (source section, resource name)
 ResourceKey = tuple[str, str]
 
 
-def record(state: dict[str, Any], jobs: list[ExtractJob], tables: Iterable[ExtractedTable]) -> None:
+def record(state: PipelineState, jobs: list[ExtractJob], tables: Iterable[ExtractedTable]) -> None:
     """Add the root tables this extract filled to ``state``'s record, under their resources."""
     # A table with no rows is not written, unless a replace empties it.
     filled = {
@@ -47,7 +46,7 @@ def record(state: dict[str, Any], jobs: list[ExtractJob], tables: Iterable[Extra
             known[:] = sorted(set(known) | names)
 
 
-def root_tables(state: dict[str, Any]) -> dict[ResourceKey, list[str]]:
+def root_tables(state: PipelineState) -> dict[ResourceKey, list[str]]:
     """The recorded root tables of every resource."""
     return {
         (section, resource): list(tables)
@@ -56,7 +55,7 @@ def root_tables(state: dict[str, Any]) -> dict[ResourceKey, list[str]]:
     }
 
 
-def known_resources(state: dict[str, Any]) -> list[ResourceKey]:
+def known_resources(state: PipelineState) -> list[ResourceKey]:
     """Every resource the state knows: those with state of their own and those with tables."""
     keys = set(root_tables(state))
     for section, source in state.get("sources", {}).items():
@@ -69,7 +68,7 @@ def root_of(table: str) -> str:
     return table.split(NESTING_SEPARATOR, 1)[0]
 
 
-def tables_by_resource(state: dict[str, Any], folders: list[str]) -> dict[ResourceKey, list[str]]:
+def tables_by_resource(state: PipelineState, folders: list[str]) -> dict[ResourceKey, list[str]]:
     """Each resource's tables present in the dataset (``folders``): roots and nested."""
     roots = root_tables(state)
     by_root: dict[str, list[str]] = {}

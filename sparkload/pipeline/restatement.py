@@ -29,9 +29,10 @@ import fnmatch
 from collections.abc import Sequence
 from typing import Any
 
+from sparkload.common.state_record import LEDGER_KEY, PipelineState
 from sparkload.common.time import as_utc
 from sparkload.exceptions import ResourceError
-from sparkload.extract.intervals import LEDGER_KEY, Span, without
+from sparkload.extract.intervals import Span, without
 from sparkload.extract.jobs import ExtractJob
 from sparkload.extract.resource import Resource
 
@@ -40,7 +41,7 @@ from sparkload.extract.resource import Resource
 class Restatement:
     jobs: list[ExtractJob]
     # The state the run's intervals are counted from (restated ranges taken out).
-    state: dict[str, Any]
+    state: PipelineState
     notes: list[str]
     # Interval resources and the range they reload.
     restated: dict[str, tuple[datetime.datetime, datetime.datetime]] = dataclasses.field(default_factory=dict)
@@ -89,7 +90,7 @@ def restate(
     selectors: Sequence[str],
     start: Any,
     end: Any,
-    state: dict[str, Any],
+    state: PipelineState,
     execution_time: datetime.datetime,
     pipeline_name: str,
 ) -> Restatement:

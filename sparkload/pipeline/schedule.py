@@ -16,9 +16,10 @@ from typing import Any
 
 from sparkload.common.hints import LoadHints
 from sparkload.common.naming import normalize_table_name
+from sparkload.common.state_record import LEDGER_KEY, PipelineState
 from sparkload.common.time import Window
 from sparkload.exceptions import HintCombinationError, ResourceError
-from sparkload.extract.intervals import LEDGER_KEY, Span, record
+from sparkload.extract.intervals import Span, record
 from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
 from sparkload.extract.load_hints import load_hints
 from sparkload.load.merge_config import check_merge_hints
@@ -156,7 +157,7 @@ def _select(jobs: list[ExtractJob], keep: Any, fed: bool = False) -> list[Extrac
     ]
 
 
-def record_windows(state: dict[str, Any], batch: Batch, resource_sources: Mapping[str, str]) -> None:
+def record_windows(state: PipelineState, batch: Batch, resource_sources: Mapping[str, str]) -> None:
     """Add each window of ``batch`` to its resource's ledger in ``state``."""
     for name, window in batch.windows.items():
         resources = (

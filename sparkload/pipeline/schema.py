@@ -46,6 +46,7 @@ from pyspark.sql import types as T
 from sparkload.common.hints import DATA_TYPES, LoadHints
 from sparkload.common.local_files import write_atomically
 from sparkload.common.naming import RESERVED_TABLE_PREFIX, normalize_table_name
+from sparkload.common.state_record import SCHEMA_KEY, PipelineState, SchemaRecord, TableHintsRecord
 from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
 from sparkload.exceptions import SparkloadConfigError, TableNotFoundError
 from sparkload.extract.jobs import ExtractedTable
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_KEY = "schema"
 SCHEMA_FILE_SUFFIX = ".schema.yaml"
 # Column hints an imported schema may set on a table sparkload loads (others in the file,
 # dlt's ``description`` say, are left out: they would change nothing).
@@ -78,17 +78,17 @@ _DLT_PREFIX = "_dlt"
 
 
 # -- the record in the state ---------------------------------------------------------------------
-def record(state: dict[str, Any], tables: Iterable[ExtractedTable]) -> None:
+def record(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
     """At extract: the hints of the tables it fills (each root table keeps the hints of the
     latest extract that filled it)."""
-    recorded: dict[str, Any] = {}
+    recorded: dict[str, TableHintsRecord] = {}
     for table in tables:
         # As resource_tables records them: a table with no rows is not written, unless a
         # replace empties it.
         if table.rows or table.hints.disposition == "replace":
             recorded[table.name] = _hint_record(table.resource, table.hints)
     if recorded:
-        state.setdefault(SCHEMA_KEY, {}).setdefault("tables", {}).update(recorded)
+        state.setdefault(SCHEMA_KEY, SchemaRecord()).setdefault("tables", {}).update(recorded)
 
 
 def recorded_columns(state: Mapping[str, Any], table: str) -> dict[str, dict[str, Any]]:
@@ -97,7 +97,7 @@ def recorded_columns(state: Mapping[str, Any], table: str) -> dict[str, dict[str
     return {name: dict(hints) for name, hints in ((tables.get(table) or {}).get("columns") or {}).items()}
 
 
-def _hint_record(resource: str, hints: LoadHints) -> dict[str, Any]:
+def _hint_record(resource: str, hints: LoadHints) -> TableHintsRecord:
     return {
         "resource": resource,
         "write_disposition": hints.write_disposition.as_given(),
@@ -205,7 +205,7 @@ def normalized_shapes(tables: Iterable[NormalizedTable], state: Mapping[str, Any
 
 
 def read_schema(
-    name: str, state: Mapping[str, Any], dataset: Dataset, pending: Iterable[PendingTable] = ()
+    name: str, state: PipelineState, dataset: Dataset, pending: Iterable[PendingTable] = ()
 ) -> Schema:
     """The schema of a pipeline whose state is ``state``, from its tables now; a table only
     a waiting package fills (``pending``, newest last) is there with the columns its
@@ -230,12 +230,12 @@ def has_schema(state: Mapping[str, Any]) -> bool:
     return bool(state.get(SCHEMA_KEY) or state.get(resource_tables.TABLES_KEY))
 
 
-def _observed_tables(state: Mapping[str, Any], dataset: Dataset) -> dict[str, dict[str, Any]]:
+def _observed_tables(state: PipelineState, dataset: Dataset) -> dict[str, dict[str, Any]]:
     """Each table of the pipeline that the dataset holds, in dlt's shape."""
     present = dataset.table_names()
     hints = (state.get(SCHEMA_KEY) or {}).get("tables", {})
     owners: dict[str, str] = {}
-    for (_, resource), names in sorted(resource_tables.tables_by_resource(dict(state), present).items()):
+    for (_, resource), names in sorted(resource_tables.tables_by_resource(state, present).items()):
         for name in names:
             owners.setdefault(name, resource)
     tables: dict[str, dict[str, Any]] = {}

@@ -11,7 +11,7 @@ import copy
 import datetime
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pyspark.sql import DataFrame, Row
@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkload.common.local_files import write_atomically
+from sparkload.common.state_record import PipelineState
 from sparkload.common.time import now
 from sparkload.load import compaction, key_bounds
 from sparkload.load.dataset import Dataset
@@ -63,20 +64,16 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def dumps_state(state: dict[str, Any], indent: bool = False) -> bytes:
+def dumps_state(state: PipelineState, indent: bool = False) -> bytes:
     options = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
     return orjson.dumps(state, default=_encode, option=options | (orjson.OPT_INDENT_2 if indent else 0))
 
 
-def loads_state(data: bytes | str) -> dict[str, Any]:
-    return dict(_decode(orjson.loads(data)))
+def loads_state(data: bytes | str) -> PipelineState:
+    return cast("PipelineState", dict(_decode(orjson.loads(data))))
 
 
-def empty_state() -> dict[str, Any]:
-    return {"_state_version": 0, "sources": {}}
-
-
-def read_local(working_dir: Path) -> dict[str, Any] | None:
+def read_local(working_dir: Path) -> PipelineState | None:
     """The working folder's copy of the state; None when there is none, or when it is
     damaged: it is only a cache of the destination's, which is then read instead (and the
     next commit writes the copy afresh)."""
@@ -94,11 +91,11 @@ def read_local(working_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def write_local(working_dir: Path, state: dict[str, Any]) -> None:
+def write_local(working_dir: Path, state: PipelineState) -> None:
     write_atomically(working_dir / STATE_FILE, dumps_state(state, indent=True))
 
 
-def read_destination(dataset: Dataset, pipeline_name: str, known_version: int = 0) -> dict[str, Any] | None:
+def read_destination(dataset: Dataset, pipeline_name: str, known_version: int = 0) -> PipelineState | None:
     """The newest state the destination holds for the pipeline.
 
     Every state version adds a row (a file) to the state table until the next compaction
@@ -133,9 +130,9 @@ class DestinationState:
     """
 
     def __init__(self) -> None:
-        self._seen: tuple[tuple[str, tuple[int, str | None] | None], dict[str, Any] | None] | None = None
+        self._seen: tuple[tuple[str, tuple[int, str | None] | None], PipelineState | None] | None = None
 
-    def read(self, dataset: Dataset, pipeline_name: str, known_version: int = 0) -> dict[str, Any] | None:
+    def read(self, dataset: Dataset, pipeline_name: str, known_version: int = 0) -> PipelineState | None:
         table = dataset.table(STATE_TABLE)
         # Taken before the rows: a commit landing in between makes the next read a new one.
         newest = next(iter(table.commit_tags()), None) if table.exists() else None
@@ -153,7 +150,7 @@ def destination_version(dataset: Dataset, pipeline_name: str, known_version: int
     return int(state["_state_version"]) if state else 0
 
 
-def write_destination(dataset: Dataset, pipeline_name: str, state: dict[str, Any], load_id: str) -> None:
+def write_destination(dataset: Dataset, pipeline_name: str, state: PipelineState, load_id: str) -> None:
     table = dataset.table(STATE_TABLE)
     if table.exists() and table.committed_by("state:" + load_id) is not None:
         return  # this load's state is already there
@@ -181,7 +178,7 @@ def write_destination(dataset: Dataset, pipeline_name: str, state: dict[str, Any
             compaction.compact(table, "compact:state:" + load_id, ours.sql())
 
 
-def next_version(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+def next_version(old: PipelineState, new: PipelineState) -> PipelineState:
     """``new`` with its version bumped when its content differs from ``old``."""
     result = copy.deepcopy(new)
     strip = lambda s: {k: v for k, v in s.items() if k != "_state_version"}  # noqa: E731
