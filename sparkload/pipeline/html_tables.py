@@ -24,7 +24,6 @@ _CELL = 'style="text-align: left; padding: 0.1em 0.6em; vertical-align: top"'
 _CAPTION = 'style="text-align: left; font-weight: bold"'
 
 
-
 def table(headers: Sequence[str] | None, rows: Iterable[Sequence[Any]], caption: str | None = None) -> str:
     """An HTML table of ``rows``, each value rendered by ``cell``; ``headers`` None: none."""
     parts = [f"<table {_TABLE}>"]
@@ -43,7 +42,8 @@ def table(headers: Sequence[str] | None, rows: Iterable[Sequence[Any]], caption:
 def fields(pairs: Iterable[tuple[str, Any]]) -> str:
     """A two-column table of named values, the name as the row's header."""
     rows = "".join(
-        f"<tr><th {_CELL}>{html.escape(name)}</th><td {_CELL}>{cell(value)}</td></tr>" for name, value in pairs
+        f"<tr><th {_CELL}>{html.escape(name)}</th><td {_CELL}>{cell(value)}</td></tr>"
+        for name, value in pairs
     )
     return f"<table {_TABLE}><tbody>{rows}</tbody></table>"
 
