@@ -186,7 +186,8 @@ def test_trace_of_a_failed_run_shows_the_failed_step_and_its_error(pipeline: sl.
     page = _page(trace._repr_html_())
     assert page.tables[0].named()["status"] == "failed"
     assert page.table("Steps").column("status") == ["failed"]
-    (error,) = page.table("Error in step extract").rows
+    where, error = page.table("Error in step extract").rows
+    assert where == ["at resource 'broken'"]
     assert "ValueError: " in error[0] and "the <api> & its page 2 failed" in error[0]
 
 

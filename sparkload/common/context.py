@@ -206,6 +206,11 @@ def state_scope(state: dict[str, Any] | None, source_name: str, resource_name: s
         _resource.reset(tokens[2])
 
 
+def resource_name() -> str | None:
+    """The name of the resource being extracted (None outside one)."""
+    return _resource.get()
+
+
 def resource_state(resource_name: str | None = None) -> dict[str, Any]:
     """State private to the resource being extracted (or to ``resource_name``)."""
     name = resource_name or _resource.get()
