@@ -32,6 +32,7 @@ from sparkload.exceptions import (
     SparkloadError,
     TableNotFoundError,
     UnexpectedResponseError,
+    UnreadableFileError,
     UnserializableValueError,
     UnsupportedItemError,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "SparkloadError",
     "TableNotFoundError",
     "UnexpectedResponseError",
+    "UnreadableFileError",
     "UnserializableValueError",
     "UnsupportedItemError",
     "attach",

@@ -142,6 +142,16 @@ class ExtractError(SparkloadError):
         self.position = position  # the item's index among the resource's items
 
 
+class UnreadableFileError(ExtractError):
+    """A source file the engine cannot read (a damaged Parquet footer, a cut-off gzip
+    stream ...): ``file`` names it among the files a reader read together."""
+
+    def __init__(self, resource: str, file: str, kind: str, cause: str) -> None:
+        super().__init__(resource, f"file '{file}' cannot be read as {kind}: {cause}")
+        self.file = file
+        self.kind = kind  # the reader's format: csv, json, parquet
+
+
 class UnsupportedItemError(ExtractError):
     """A resource yielded something that is not a dict, Arrow table or pandas frame."""
 

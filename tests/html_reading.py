@@ -27,6 +27,9 @@ class HtmlTable:
 class HtmlPage:
     tables: list[HtmlTable]
     tags: set[str]  # every element's tag name
+    # The cells and captions whose own style attribute does not align them left: what a
+    # notebook's stylesheet (JupyterLab's right-aligns cells) then aligns its own way.
+    not_left_aligned: list[str] = dataclasses.field(default_factory=list)
 
     def table(self, caption: str) -> HtmlTable:
         (found,) = [t for t in self.tables if t.caption == caption]
@@ -45,6 +48,8 @@ class _Reader(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.page.tags.add(tag)
+        if tag in ("td", "th", "caption") and "text-align: left" not in (dict(attrs).get("style") or ""):
+            self.page.not_left_aligned.append(tag)
         if tag == "table":
             self.page.tables.append(HtmlTable("", []))
         elif tag == "tr":

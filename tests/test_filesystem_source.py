@@ -311,8 +311,13 @@ def test_a_damaged_compressed_file_is_named(
     whole = gzip.compress(b'{"id": 1}\n' * 1000 if "jsonl" in name else b"id\n" + b"1\n" * 1000)
     (folder / f"good{name[6:]}").write_bytes(whole)
     (folder / name).write_bytes(whole[: len(whole) // 2])  # cut short
-    with pytest.raises(sl.exceptions.PipelineStepFailed, match=rf"file file://{folder}/{name}\b"):
+    with pytest.raises(
+        sl.exceptions.PipelineStepFailed, match=rf"file 'file://{folder}/{name}' cannot be read"
+    ) as failure:
         pipeline.run((filesystem(str(folder), file_glob="*") | reader()).with_name("damaged"))
+    cause = failure.value.__cause__
+    assert isinstance(cause, sl.exceptions.UnreadableFileError)
+    assert (cause.resource, cause.file) == ("damaged", f"file://{folder}/{name}")
 
 
 def test_a_header_only_csv_loads_no_rows(pipeline: sl.Pipeline, tmp_path: Path) -> None:

@@ -108,6 +108,12 @@ def test_the_quickstart_notebook_runs_and_shows_its_loads_and_tables(
     # and the run's table shows its rows.
     bars = [o for o in outputs["progress"] if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert len(bars) == 3
+    # Beside each widget the notebook keeps its text, what a viewer that draws no widget
+    # shows (GitHub, nbconvert's HTML): the final counts, not the bar as it started.
+    texts = [bar["data"]["text/plain"] for bar in bars]
+    assert texts[0].startswith("extract: 100%") and "200k/200k" in texts[0], texts[0]
+    assert [text.split(":")[0] for text in texts] == ["extract", "normalize", "load"]
+    assert all("100%" in text and "1/1" in text for text in texts[1:]), texts
     assert _html(outputs["progress"]).table("Tables").rows[1][:2] == ["events", "200,000"]
 
     # Written under the notebook's working directory, as its text says; read by delta-rs.

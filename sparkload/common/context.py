@@ -205,6 +205,11 @@ def state_scope(state: PipelineState | None, source_name: str, resource_name: st
         _resource.reset(tokens[2])
 
 
+def resource_name() -> str | None:
+    """The name of the resource being extracted (None outside one)."""
+    return _resource.get()
+
+
 def resource_state(resource_name: str | None = None) -> dict[str, Any]:
     """State private to the resource being extracted (or to ``resource_name``)."""
     name = resource_name or _resource.get()

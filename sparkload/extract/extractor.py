@@ -23,8 +23,10 @@ from sparkload.common.side_by_side import run_side_by_side
 from sparkload.exceptions import (
     ExtractError,
     SparkloadError,
+    UnreadableFileError,
     UnsupportedItemError,
 )
+from sparkload.extract import frame_files
 from sparkload.extract.defer import DEFERRED_WORKERS, DeferredItems, is_deferred, result_pages
 from sparkload.extract.hints import TableHints
 from sparkload.extract.items import is_arrow, is_pandas, is_spark_dataframe, iterate_any, to_arrow
@@ -465,7 +467,15 @@ class Extractor:
         if self._spark is None:
             raise ExtractError(resource, "a Spark DataFrame item needs a pipeline's engine to be written")
         check_session(resource, frame, self._spark())
-        files.write_spark(frame.select(*staged_columns(resource, frame.schema)))
+        try:
+            files.write_spark(frame.select(*staged_columns(resource, frame.schema)))
+        except (SparkloadError, _Cancelled):
+            raise
+        except Exception as exc:
+            unreadable = frame_files.unreadable_file(frame)
+            if unreadable is None:
+                raise
+            raise UnreadableFileError(resource, unreadable.file, unreadable.kind, unreadable.error) from exc
         self._report_rows()
 
     # -- progress ---------------------------------------------------------------------------

@@ -6,12 +6,13 @@ recognised in the table itself) is skipped, so repeating a load never writes twi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import functools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow.fs as pafs
@@ -24,6 +25,7 @@ from sparkload.common.package import LOADED_MANIFEST, LoadPackage
 from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.system_columns import LOAD_ID
 from sparkload.engine.capabilities import ignores_target_file_size, merge_commits_carry_load_id
+from sparkload.exceptions import LoadError, SparkloadError
 from sparkload.load import (
     creation,
     destructive,
@@ -125,7 +127,8 @@ class Loader:
         commits: list[TableCommit] = []
         for root, hints in self.hints.items():
             family = [t for t in self.tables if t.root == root]
-            commits += self._prepare_family(root, family, hints)
+            with naming_the_table(root):
+                commits += self._prepare_family(root, family, hints)
         if self._on_tables is not None:
             # A package resumed after a crash does not commit again what it committed.
             self._on_tables(len({commit.table for commit in commits} - set(self.done)))
@@ -311,13 +314,14 @@ class Loader:
         name = commit.table
         if name in self.done:
             return
-        table = self.dataset.table(name)
-        table.file_rows = self._file_rows(name)
-        if not self._already_committed(table, commit.disposition):
-            with_commit_retry(lambda: _locked(commit.action, table), f"table '{name}'")
-        settle = commit.settle
-        if settle is not None:
-            with_commit_retry(lambda: _locked(settle, table), f"table '{name}'")
+        with naming_the_table(name):
+            table = self.dataset.table(name)
+            table.file_rows = self._file_rows(name)
+            if not self._already_committed(table, commit.disposition):
+                with_commit_retry(lambda: _locked(commit.action, table), f"table '{name}'")
+            settle = commit.settle
+            if settle is not None:
+                with_commit_retry(lambda: _locked(settle, table), f"table '{name}'")
         loaded = TableLoad(name, commit.rows, table.version(), commit.disposition).to_dict()
         with self._record_lock:
             self.done[name] = loaded
@@ -364,3 +368,16 @@ def _locked(action: TableAction, table: DeltaTable) -> None:
     (``table_lock``: the engine would not see another writer's commit landing between)."""
     with table_lock.held(table):
         action(table)
+
+
+@contextlib.contextmanager
+def naming_the_table(table: str) -> Iterator[None]:
+    """An engine's error while ``table`` is prepared or committed, as a LoadError naming
+    the table: the engine's own message names a file or a plan node at best, and a load
+    commits many tables side by side. sparkload's own errors name what they are about."""
+    try:
+        yield
+    except SparkloadError:
+        raise
+    except Exception as exc:
+        raise LoadError(f"table '{table}': {type(exc).__name__}: {exc}", table=table) from exc

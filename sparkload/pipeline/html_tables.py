@@ -15,32 +15,37 @@ from typing import Any
 
 # Headers that read better than the attribute they show.
 HEADERS = {"version": "Delta version", "load_id": "load id"}
-# One style for the whole output, scoped to it: notebooks right-align table cells by default.
-_STYLE = (
-    "<style>.sparkload table {border-collapse: collapse; margin: 0.4em 0}"
-    " .sparkload th, .sparkload td {text-align: left; padding: 0.1em 0.6em; vertical-align: top}"
-    " .sparkload caption {text-align: left; font-weight: bold}</style>"
-)
+# Styles on each element, not in a <style> block: JupyterLab strips <style> from the
+# outputs of a notebook it does not trust (one opened rather than run), and its own
+# stylesheet then right-aligns table cells; an element's own style attribute is kept
+# and wins over both.
+_TABLE = 'style="border-collapse: collapse; margin: 0.4em 0"'
+_CELL = 'style="text-align: left; padding: 0.1em 0.6em; vertical-align: top"'
+_CAPTION = 'style="text-align: left; font-weight: bold"'
 
 
 def table(headers: Sequence[str] | None, rows: Iterable[Sequence[Any]], caption: str | None = None) -> str:
     """An HTML table of ``rows``, each value rendered by ``cell``; ``headers`` None: none."""
-    parts = ["<table>"]
+    parts = [f"<table {_TABLE}>"]
     if caption is not None:
-        parts.append(f"<caption>{html.escape(caption)}</caption>")
+        parts.append(f"<caption {_CAPTION}>{html.escape(caption)}</caption>")
     if headers is not None:
-        parts.append("<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in headers) + "</tr></thead>")
+        heads = "".join(f"<th {_CELL}>{html.escape(h)}</th>" for h in headers)
+        parts.append(f"<thead><tr>{heads}</tr></thead>")
     parts.append("<tbody>")
     for row in rows:
-        parts.append("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>")
+        parts.append("<tr>" + "".join(f"<td {_CELL}>{cell(v)}</td>" for v in row) + "</tr>")
     parts.append("</tbody></table>")
     return "".join(parts)
 
 
 def fields(pairs: Iterable[tuple[str, Any]]) -> str:
     """A two-column table of named values, the name as the row's header."""
-    rows = "".join(f"<tr><th>{html.escape(name)}</th><td>{cell(value)}</td></tr>" for name, value in pairs)
-    return f"<table><tbody>{rows}</tbody></table>"
+    rows = "".join(
+        f"<tr><th {_CELL}>{html.escape(name)}</th><td {_CELL}>{cell(value)}</td></tr>"
+        for name, value in pairs
+    )
+    return f"<table {_TABLE}><tbody>{rows}</tbody></table>"
 
 
 def cell(value: Any) -> str:
@@ -63,5 +68,5 @@ def cell(value: Any) -> str:
 
 
 def block(parts: Iterable[str]) -> str:
-    """The parts of one object's output, styled as one."""
-    return '<div class="sparkload">' + _STYLE + "".join(parts) + "</div>"
+    """The parts of one object's output, in one element."""
+    return '<div class="sparkload">' + "".join(parts) + "</div>"

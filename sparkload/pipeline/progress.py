@@ -185,7 +185,15 @@ class _Bar:
             "dynamic_ncols": True,
             **tqdm_kwargs,
         }
+        notebook = _draws_a_widget(make_bar)
+        if notebook:
+            settings.setdefault("display", False)  # shown below, where it can be shown again
         self._bar = make_bar(desc=step, **settings)
+        self._shown: Any = None
+        if notebook and settings["display"] is False and hasattr(self._bar, "container"):
+            from IPython.display import display
+
+            self._shown = display(self._bar.container, display_id=True)
 
     def total(self, count: int | None) -> None:
         if count != self._bar.total:
@@ -207,6 +215,12 @@ class _Bar:
             # held: the step is done, and its bar says so (a notebook's turns red otherwise).
             self._retotal(self._bar.n)
         self._bar.close()
+        if self._shown is not None:
+            # A notebook file keeps, beside the widget, its text as it was when displayed
+            # ("extract: 0.00 rows"): what a viewer that draws no widget shows (GitHub,
+            # nbconvert's HTML, a notebook run by nbclient). Shown again now, the bar's
+            # output carries the final counts.
+            self._shown.update(self._bar.container)
 
     def _retotal(self, count: int | None) -> None:
         """A new total for the bar, keeping its count and clock. ``reset`` is tqdm's one way
@@ -222,6 +236,13 @@ class _Bar:
         bar.n = bar.last_print_n = n
         bar.start_t = started
         bar.refresh()
+
+
+def _draws_a_widget(make_bar: Any) -> bool:
+    """Whether ``tqdm.auto`` chose its notebook widget (a notebook with ipywidgets)."""
+    from tqdm.notebook import tqdm_notebook
+
+    return isinstance(make_bar, type) and issubclass(make_bar, tqdm_notebook)
 
 
 class _Lines:

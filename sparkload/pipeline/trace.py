@@ -66,6 +66,12 @@ class TraceError:
     step: str | None
     load_id: str | None
     traceback: str
+    # Where it failed, as the errors in its chain name it (a trace written before these
+    # were recorded has none).
+    resource: str | None = None
+    table: str | None = None
+    column: str | None = None
+    file: str | None = None
 
     @classmethod
     def of(cls, error: BaseException) -> TraceError:
@@ -78,7 +84,30 @@ class TraceError:
             step,
             load_id,
             redact_text("".join(traceback.format_exception(error))),
+            **{name: _named(error, name) for name in CULPRIT_FIELDS},
         )
+
+    def culprit(self) -> str:
+        """Where it failed, in words: "resource 'r', table 't', column 'c', file 'f'"."""
+        return ", ".join(f"{name} '{getattr(self, name)}'" for name in CULPRIT_FIELDS if getattr(self, name))
+
+
+# What an error names, as its attributes: sparkload's errors carry them (exceptions.py).
+CULPRIT_FIELDS = ("resource", "table", "column", "file")
+
+
+def _named(error: BaseException, name: str) -> str | None:
+    """The first ``name`` an error of ``error``'s chain of causes carries (redacted: a file's
+    URL may hold credentials)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        value = getattr(current, name, None)
+        if isinstance(value, str) and value:
+            return redact_text(value)
+        current = current.__cause__ or current.__context__
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,6 +243,9 @@ class PipelineTrace:
             for step in self.steps
         ]
         if self.error is not None:
+            culprit = self.error.culprit()
+            if culprit:
+                lines.append(f"  failed at: {culprit}")
             lines.append(f"  error: {self.error.type}: {self.error.message}")
         return "\n".join(lines)
 
@@ -244,6 +276,8 @@ class PipelineTrace:
             where = f" in step {self.error.step}" if self.error.step else ""
             package = f" (load {self.error.load_id})" if self.error.load_id else ""
             lines.append(f"error{where}{package}: {self.error.type}")
+            if self.error.culprit():
+                lines.append(f"  at {self.error.culprit()}")
             lines += [f"  {line}" for line in self.error.message.splitlines()]
             lines.append("traceback:")
             lines += [f"  {line}" for line in self.error.traceback.rstrip().splitlines()]
@@ -300,7 +334,8 @@ def trace_html(trace: PipelineTrace) -> str:
     if trace.error is not None:
         error = trace.error
         where = f"Error in step {error.step}" if error.step else "Error"
-        parts.append(html_tables.table(None, [[f"{error.type}: {error.message}"]], where))
+        rows = [[f"at {error.culprit()}"]] if error.culprit() else []
+        parts.append(html_tables.table(None, [*rows, [f"{error.type}: {error.message}"]], where))
     if trace.last_load_info is not None:
         parts += load_details(trace.last_load_info)
     return html_tables.block(parts)

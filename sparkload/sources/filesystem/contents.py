@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from sparkload.exceptions import ResourceError
+from sparkload.common import context
+from sparkload.exceptions import ResourceError, UnreadableFileError
 from sparkload.sources.filesystem.listing import file_at
 
 # The suffixes the engines' text readers take as a compression codec (Hadoop's and Sail's).
@@ -108,6 +109,7 @@ class _opened:
         self.file_url = file_url
         fs, path = file_at(file_url)
         codec = _codec(file_url) if compression else None
+        self._codec = codec
         self._stream = fs.open_input_stream(path, compression=codec)
 
     def __enter__(self) -> Iterator[bytes]:
@@ -118,7 +120,8 @@ class _opened:
             try:
                 chunk = self._stream.read(_CHUNK)
             except (OSError, pa.ArrowException) as exc:
-                raise ResourceError(f"file {self.file_url} cannot be read: {exc}") from exc
+                resource = context.resource_name() or "?"
+                raise UnreadableFileError(resource, self.file_url, self._codec or "text", str(exc)) from exc
             if not chunk:
                 return
             yield bytes(chunk)

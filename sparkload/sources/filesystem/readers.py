@@ -27,7 +27,8 @@ from pyspark.sql import types as T
 
 from sparkload.common import context
 from sparkload.common.sql import quote
-from sparkload.exceptions import ResourceError
+from sparkload.exceptions import ResourceError, SparkloadError, UnreadableFileError
+from sparkload.extract import frame_files
 from sparkload.extract.decorators import transformer
 from sparkload.sources.filesystem.contents import Inspected, copy_name, inspect, needs_transcoding, transcode
 from sparkload.sources.filesystem.listing import FileItem
@@ -82,7 +83,42 @@ def _read_page(
         urls = copies
     elif encoding is not None:
         spark_options["encoding"] = encoding
-    yield _read(kind, _inspected(kind, urls, spark_options), spark_options, file_name_column, labels)
+    find_unreadable = functools.partial(_first_unreadable, kind, urls, spark_options, labels)
+    try:
+        frame = _read(kind, _inspected(kind, urls, spark_options), spark_options, file_name_column, labels)
+    except SparkloadError:
+        raise  # a file named already (a damaged compressed stream, found while inspecting it)
+    except Exception as exc:
+        unreadable = find_unreadable()
+        if unreadable is None:
+            raise
+        resource = context.resource_name() or f"read_{kind}"
+        raise UnreadableFileError(resource, unreadable.file, kind, unreadable.error) from exc
+    # The engine reads the files when the frame is staged: a failure then names its file too.
+    frame_files.remember(frame, find_unreadable)
+    yield frame
+
+
+def _first_unreadable(
+    kind: str, urls: list[str], options: Mapping[str, str], labels: Mapping[str, str]
+) -> frame_files.UnreadableFile | None:
+    """The first of ``urls`` the engine fails to read on its own (asked only after a read
+    of them all failed, so it costs nothing while files are sound)."""
+    spark = _spark()
+    reader = spark.read.format(kind).options(**options)
+    for url in urls:
+        try:
+            # Every row and column read and dropped: a count may answer from the footers.
+            reader.load(engine_paths(spark, [url])).write.format("noop").mode("overwrite").save()
+        except Exception as exc:
+            return frame_files.UnreadableFile(labels.get(url, url), kind, _first_line(exc))
+    return None
+
+
+def _first_line(error: BaseException) -> str:
+    """An engine's message without the stack trace a JVM engine appends to it."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 @functools.cache
