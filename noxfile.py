@@ -181,11 +181,16 @@ def sqlmesh_diff(session: nox.Session) -> None:
 @nox.session
 def docs(session: nox.Session) -> None:
     """The documentation site (mkdocs.yml) built into site/; ``strict`` makes every warning
-    (a broken link, a docstring mkdocstrings cannot read) fail the build."""
-    session.install("-e", ".[local,docs]")
+    (a broken link, a docstring mkdocstrings cannot read) fail the build. Then the built site
+    is checked as a reader meets it (tests/docs_site): every link of every page resolves to a
+    page file, and opened from disk and served, in headless Chromium, the index shows its
+    navigation and search finds pages; the screenshots are kept in site/_screenshots."""
+    # The test extra: tests/conftest.py, which the site's tests run under, imports it.
+    session.install("-e", ".[local,test,docs]")
     # Material prints a notice about MkDocs 2.0 on every build: not a warning (--strict does
     # not count it), only noise in the log.
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run("pytest", "tests/docs_site", "--run-docs-site", "--docs-site", "site", *session.posargs)
 
 
 @nox.session

@@ -25,6 +25,8 @@ DLT_DIFF_TESTS = Path(__file__).parent / "dlt_diff"
 # harness's pieces (its runner and comparison, importable from here on).
 DLT_TEMPLATES_TESTS = Path(__file__).parent / "dlt_templates"
 SQLMESH_DIFF_TESTS = Path(__file__).parent / "sqlmesh_diff"
+# The built documentation site opened in headless Chromium (`nox -s docs`, after the build).
+DOCS_SITE_TESTS = Path(__file__).parent / "docs_site"
 if str(DLT_DIFF_TESTS) not in sys.path:
     sys.path.append(str(DLT_DIFF_TESTS))
 
@@ -54,6 +56,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--run-sqlmesh-diff",
         action="store_true",
         help="run tests/sqlmesh_diff, time intervals compared with SQLMesh (`nox -s sqlmesh_diff`)",
+    )
+    parser.addoption(
+        "--run-docs-site",
+        action="store_true",
+        help="run tests/docs_site on the built documentation site (`nox -s docs`, after its build)",
+    )
+    parser.addoption(
+        "--docs-site",
+        default="site",
+        help="the built documentation site tests/docs_site checks (`mkdocs build` writes site/)",
     )
 
 
@@ -98,6 +110,10 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     # tests/sqlmesh_diff drives SQLMesh's scheduler in its own virtualenv: only with
     # --run-sqlmesh-diff.
     if SQLMESH_DIFF_TESTS in under and not config.getoption("--run-sqlmesh-diff"):
+        return True
+    # tests/docs_site needs the site built and playwright (the docs extra): only with
+    # --run-docs-site.
+    if DOCS_SITE_TESTS in under and not config.getoption("--run-docs-site"):
         return True
     return None
 
