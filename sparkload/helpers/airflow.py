@@ -249,7 +249,8 @@ class PipelineTasksGroup(TaskGroup):  # type: ignore[misc,unused-ignore]
         if pipeline.dev_mode:
             raise ValueError(
                 f"add_run(decompose={decompose!r}): pipeline '{pipeline.pipeline_name}' has "
-                "dev_mode=True, a new dataset per run; its tasks would each load a different one"
+                "dev_mode=True, a new dataset each time the DAG file is parsed: its tasks, each "
+                "parsing it, could load into different datasets"
             )
         parts = components(data)
         if not parts:

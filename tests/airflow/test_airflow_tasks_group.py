@@ -185,6 +185,11 @@ def test_decompose_refuses_what_it_cannot_cut(folders: tuple[Path, Path]) -> Non
             group.add_run(pipeline, [{"a": 1}], decompose="serialize")
         with pytest.raises(ValueError, match="decompose='sideways'"):
             group.add_run(pipeline, [{"a": 1}], decompose="sideways")
+        dev = sl.pipeline(
+            "dev", destination=sl.destinations.delta(lake), pipelines_dir=pipelines_dir, dev_mode=True
+        )
+        with pytest.raises(ValueError, match="'dev' has dev_mode=True"):
+            group.add_run(dev, module.shop(pipelines_dir / "tries", 0), decompose="parallel")
         with pytest.raises(TypeError, match="loader_file_format"):
             group.add_run(pipeline, [{"a": 1}], loader_file_format="parquet")
         with pytest.raises(ValueError, match="abort_task_if_any_job_failed=False"):
