@@ -6,12 +6,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkload.common.paths import check_folder_name
-from sparkload.engine.object_store import apply_s3_settings
 from sparkload.exceptions import SparkloadError
-from sparkload.load.dataset import CatalogDataset, Dataset, PathDataset
+
+if TYPE_CHECKING:
+    from sparkload.load.dataset import Dataset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +32,11 @@ class DeltaDestination:
         """The dataset ``dataset_name``; ``session`` gives the SparkSession when first needed.
         A bucket's S3 settings are made complete first: the dataset's folders are opened
         through pyarrow, and the engine reads the same settings."""
+        # Imported here, when a pipeline opens its dataset: naming a destination
+        # (``sl.destinations.delta(...)``) loads neither the engine nor pyarrow.
+        from sparkload.engine.object_store import apply_s3_settings
+        from sparkload.load.dataset import CatalogDataset, PathDataset
+
         for uri in (self.bucket_url, self.staging_url):
             if uri is not None:
                 apply_s3_settings(uri)

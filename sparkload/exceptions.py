@@ -5,7 +5,10 @@ Invariants:
 - an error carries what went wrong as attributes (table, column, resource, key values), not
   only as text; where a raise site cannot know a value, the attribute is None;
 - where an error's message has one shape, the message is built here from those attributes;
-- this module imports nothing from sparkload (every other module may import it);
+- this module imports nothing from sparkload (every other module may import it), but for
+  ``HTTPRequestError``, which is also a ``requests.HTTPError`` and so lives in
+  ``http_error.py``, beside the import of requests: only HTTP sources pay for requests.
+  It is exported from here all the same;
 - no message may contain a secret's value: configuration errors name keys, providers and
   types, never the text that was found.
 
@@ -15,9 +18,10 @@ docs/errors.md lists each error, when it is raised and its attributes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from requests.exceptions import HTTPError as _RequestsHTTPError
+if TYPE_CHECKING:
+    from sparkload.http_error import HTTPRequestError as HTTPRequestError  # re-exported
 
 
 class SparkloadError(Exception):
@@ -157,39 +161,6 @@ class UnserializableValueError(ExtractError):
 
 
 # -- HTTP sources ----------------------------------------------------------------------------
-class HTTPRequestError(SparkloadError, _RequestsHTTPError):
-    """An HTTP request answered with an error status (after any retries).
-
-    Also a ``requests.HTTPError``, so code written for ``requests`` (or dlt's helpers) still
-    catches it. ``url`` is redacted: query parameters that carry credentials (``api_key``,
-    ``token``, an ``APIKeyAuth`` parameter ...) and a password in the URL read ``***``; the
-    message never holds a header (where bearer tokens travel) or a request body.
-    """
-
-    def __init__(
-        self,
-        *,
-        method: str,
-        url: str,
-        status_code: int,
-        reason: str | None,
-        body: str | None = None,
-        response: Any = None,
-    ) -> None:
-        kind = "client error" if status_code < 500 else "server error"
-        message = f"{method} {url} failed with HTTP {status_code} {reason or ''}".rstrip() + f" ({kind})"
-        if body:
-            message += f": {body}"
-        # The response goes to requests' own attribute (handlers read ``error.response``);
-        # the request is left out, as its headers carry credentials.
-        super().__init__(message, response=response)
-        self.method = method
-        self.url = url
-        self.status_code = status_code
-        self.reason = reason
-        self.body = body
-
-
 class UnexpectedResponseError(SparkloadError, ValueError):
     """A response's body is not what was asked for: not JSON (an HTML error page, an empty
     body, JSON cut short) where a page of records or a token was expected.
@@ -561,3 +532,12 @@ class PlanOutdatedError(SparkloadError):
         self.planned = planned
         self.current = current
         self.changed_tables = tuple(changed_tables)
+
+
+def __getattr__(name: str) -> Any:
+    # ``HTTPRequestError`` on first use, so importing the errors does not import requests.
+    if name == "HTTPRequestError":
+        from sparkload.http_error import HTTPRequestError as HTTPRequestError  # re-exported
+
+        return HTTPRequestError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
