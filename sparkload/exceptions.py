@@ -5,10 +5,9 @@ Invariants:
 - an error carries what went wrong as attributes (table, column, resource, key values), not
   only as text; where a raise site cannot know a value, the attribute is None;
 - where an error's message has one shape, the message is built here from those attributes;
-- this module imports nothing from sparkload (every other module may import it), but for
-  ``HTTPRequestError``, which is also a ``requests.HTTPError`` and so lives in
-  ``http_error.py``, beside the import of requests: only HTTP sources pay for requests.
-  It is exported from here all the same;
+- this module imports nothing from sparkload (every other module may import it);
+  ``HTTPRequestError``, also a ``requests.HTTPError``, lives in ``http_error.py`` beside the
+  import of requests (which only HTTP sources pay for) and is exported from here on first use;
 - no message may contain a secret's value: configuration errors name keys, providers and
   types, never the text that was found.
 
@@ -18,10 +17,7 @@ docs/errors.md lists each error, when it is raised and its attributes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from sparkload.http_error import HTTPRequestError as HTTPRequestError  # re-exported
+from typing import Any
 
 
 class SparkloadError(Exception):
@@ -537,7 +533,7 @@ class PlanOutdatedError(SparkloadError):
 def __getattr__(name: str) -> Any:
     # ``HTTPRequestError`` on first use, so importing the errors does not import requests.
     if name == "HTTPRequestError":
-        from sparkload.http_error import HTTPRequestError as HTTPRequestError  # re-exported
+        from sparkload.http_error import HTTPRequestError
 
         return HTTPRequestError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -36,6 +36,7 @@ from sparkload.extract.incremental.external_schedulers import (
     scheduler_interval,
 )
 from sparkload.extract.incremental.lag import apply_lag
+from sparkload.extract.incremental.spark_frames import SparkIncremental
 from sparkload.extract.incremental.transform import (
     MISSING,
     IncrementalTransform,
@@ -375,7 +376,7 @@ class Incremental(Generic[TCursor]):
         if is_deferred(item):
             return item  # filtered by what it returns (``Resource.finish_deferred``)
         transform = self._bound()
-        kind = _spark_incremental() if is_spark_dataframe(item) else transform_kind(item)
+        kind = SparkIncremental if is_spark_dataframe(item) else transform_kind(item)
         if type(transform) is not kind:
             transform = self._transform = transform.as_kind(kind)
         # The out-of-range flags tell of the item filtered last, as dlt's do (a row, or a page,
@@ -490,11 +491,3 @@ def _annotated_incremental(annotation: Any) -> bool:
         return any(_annotated_incremental(member) for member in typing.get_args(annotation))
     origin = getattr(annotation, "__origin__", annotation)
     return isinstance(origin, type) and issubclass(origin, Incremental)
-
-
-def _spark_incremental() -> type[IncrementalTransform]:
-    # Imported for a Spark DataFrame item only: PySpark is loaded by then, and a pipeline
-    # that yields none never imports it for its incremental cursors.
-    from sparkload.extract.incremental.spark_frames import SparkIncremental
-
-    return SparkIncremental
