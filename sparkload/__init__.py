@@ -55,7 +55,7 @@ from sparkload.extract.source import Source
 from sparkload.pipeline import progress  # dlt's dlt.progress.tqdm(...) / .log(...)
 
 if TYPE_CHECKING:
-    from sparkload.http_error import HTTPRequestError
+    from sparkload.exceptions import HTTPRequestError
     from sparkload.pipeline.attach import attach
     from sparkload.pipeline.load_info import LoadInfo
     from sparkload.pipeline.pipeline import Pipeline, pipeline
@@ -67,7 +67,7 @@ else:
 
 # The names whose modules import the engine (or requests), and the module each comes from.
 _LAZY = {
-    "HTTPRequestError": "sparkload.http_error",
+    "HTTPRequestError": "sparkload.exceptions",  # made on first use, with requests
     "LoadInfo": "sparkload.pipeline.load_info",
     "Pipeline": "sparkload.pipeline.pipeline",
     "Plan": "sparkload.pipeline.plan",

@@ -5,9 +5,9 @@ Invariants:
 - an error carries what went wrong as attributes (table, column, resource, key values), not
   only as text; where a raise site cannot know a value, the attribute is None;
 - where an error's message has one shape, the message is built here from those attributes;
-- this module imports nothing from sparkload (every other module may import it);
-  ``HTTPRequestError``, also a ``requests.HTTPError``, lives in ``http_error.py`` beside the
-  import of requests (which only HTTP sources pay for) and is exported from here on first use;
+- this module imports nothing from sparkload (every other module may import it), and
+  nothing heavy: ``HTTPRequestError``, also a ``requests.HTTPError``, is made on first use,
+  so that only a pipeline reading an HTTP source imports requests;
 - no message may contain a secret's value: configuration errors name keys, providers and
   types, never the text that was found.
 
@@ -17,7 +17,10 @@ docs/errors.md lists each error, when it is raised and its attributes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from requests.exceptions import HTTPError as _RequestsHTTPError
 
 
 class SparkloadError(Exception):
@@ -157,6 +160,45 @@ class UnserializableValueError(ExtractError):
 
 
 # -- HTTP sources ----------------------------------------------------------------------------
+class _HTTPRequestErrorFields(SparkloadError):
+    """An HTTP request answered with an error status (after any retries).
+
+    Also a ``requests.HTTPError``, so code written for ``requests`` (or dlt's helpers) still
+    catches it. ``url`` is redacted: query parameters that carry credentials (``api_key``,
+    ``token``, an ``APIKeyAuth`` parameter ...) and a password in the URL read ``***``; the
+    message never holds a header (where bearer tokens travel) or a request body.
+    """
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        url: str,
+        status_code: int,
+        reason: str | None,
+        body: str | None = None,
+        response: Any = None,
+    ) -> None:
+        kind = "client error" if status_code < 500 else "server error"
+        message = f"{method} {url} failed with HTTP {status_code} {reason or ''}".rstrip() + f" ({kind})"
+        if body:
+            message += f": {body}"
+        # The response goes to requests' own attribute (handlers read ``error.response``);
+        # the request is left out, as its headers carry credentials. ``requests.HTTPError``,
+        # the base joined on first use (``__getattr__`` below), takes ``response=``.
+        super().__init__(message, response=response)  # type: ignore[call-arg]
+        self.method = method
+        self.url = url
+        self.status_code = status_code
+        self.reason = reason
+        self.body = body
+
+
+if TYPE_CHECKING:
+
+    class HTTPRequestError(_HTTPRequestErrorFields, _RequestsHTTPError): ...
+
+
 class UnexpectedResponseError(SparkloadError, ValueError):
     """A response's body is not what was asked for: not JSON (an HTML error page, an empty
     body, JSON cut short) where a page of records or a token was expected.
@@ -531,9 +573,14 @@ class PlanOutdatedError(SparkloadError):
 
 
 def __getattr__(name: str) -> Any:
-    # ``HTTPRequestError`` on first use, so importing the errors does not import requests.
-    if name == "HTTPRequestError":
-        from sparkload.http_error import HTTPRequestError
+    # ``HTTPRequestError`` is made on first use, with requests' HTTPError as its second base,
+    # so importing the errors (and ``import sparkload``) does not import requests.
+    if name != "HTTPRequestError":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from requests.exceptions import HTTPError
 
-        return HTTPRequestError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    made = type(name, (_HTTPRequestErrorFields, HTTPError), {"__module__": __name__, "__qualname__": name})
+    made.__doc__ = _HTTPRequestErrorFields.__doc__
+    # One class for the process (the first one made, should two threads race here); later
+    # lookups find it in the module without coming here.
+    return globals().setdefault(name, made)

@@ -12,19 +12,9 @@ import sparkload as sl
 PACKAGE = Path(sl.__file__).parent
 
 
-def _without_lazy_exports(tree: ast.Module) -> ast.Module:
-    """``tree`` without its module ``__getattr__`` (PEP 562), which imports what the module
-    exports on first use (so that ``import sparkload`` loads no engine): an export by name,
-    not a dependency of the module's own code."""
-    body = [
-        node for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name == "__getattr__")
-    ]
-    return ast.Module(body=body, type_ignores=tree.type_ignores)
-
-
-def _imports_inside_functions(tree: ast.Module) -> list[tuple[int, str]]:
+def _imports_inside_functions(tree: ast.AST) -> list[tuple[int, str]]:
     found = []
-    for function in ast.walk(_without_lazy_exports(tree)):
+    for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for node in ast.walk(function):
@@ -41,8 +31,7 @@ def _imports_inside_functions(tree: ast.Module) -> list[tuple[int, str]]:
 
 def test_no_module_imports_sparkload_inside_a_function() -> None:
     """An import inside a function is how a cycle between modules hides; sparkload's
-    modules import each other at the top only (optional third-party packages may load late,
-    and a module's ``__getattr__`` imports the names it exports on first use)."""
+    modules import each other at the top only (optional third-party packages may load late)."""
     offenders = [
         f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}"
         for path in sorted(PACKAGE.rglob("*.py"))
@@ -68,12 +57,12 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imported_modules(tree: ast.Module, modules: set[str]) -> set[str]:
+def _imported_modules(tree: ast.AST, modules: set[str]) -> set[str]:
     """The sparkload modules a module imports anywhere, type-only imports included: ``from
     package import module`` counts as the module, not the package (Python imports a package's
     ``__init__`` for any of its modules, which is no dependency on the package's contents)."""
     found = set()
-    for node in ast.walk(_without_lazy_exports(tree)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sparkload"):
             named = {f"{node.module}.{alias.name}" for alias in node.names} & modules
             found |= named or {node.module or ""}

@@ -28,7 +28,7 @@ from requests import (
 )
 from requests.exceptions import ChunkedEncodingError, RetryError
 
-from sparkload.http_error import HTTPRequestError
+from sparkload.exceptions import HTTPRequestError
 from sparkload.sources.helpers.requests.retry import DEFAULT_RETRY_STATUS, Client, RetrySettings
 from sparkload.sources.helpers.requests.session import DEFAULT_TIMEOUT, Session
 

@@ -15,7 +15,7 @@ from requests.exceptions import ChunkedEncodingError
 from urllib3.exceptions import MaxRetryError, ProtocolError
 from urllib3.util.retry import Retry
 
-from sparkload.http_error import HTTPRequestError
+from sparkload.exceptions import HTTPRequestError
 from sparkload.sources.helpers.requests.errors import TRANSPORT_ERRORS, body_timeout, redacted_transport_error
 from sparkload.sources.helpers.requests.origins import CredentialScope, guard_redirects, trusted_origins_of
 from sparkload.sources.helpers.requests.redaction import redact_url
