@@ -3,8 +3,8 @@
 ``import sparkload`` loads what a script needs to declare its data (the decorators, sources,
 incremental cursors, configuration, errors) and none of the engine: the pipeline, its loader
 and Spark, pyarrow and requests are imported on first use of the names that need them
-(``sl.pipeline``, ``sl.Pipeline``, ``sl.attach``, ...), so a script or a CLI call that never
-runs a pipeline does not pay for them.
+(``sl.pipeline``, ``sl.Pipeline``, ``sl.attach``, ...), so code that only declares
+resources and sources (an Airflow DAG file parsed, a test of a resource) does not pay for them.
 """
 
 from __future__ import annotations

@@ -160,6 +160,7 @@ class UnserializableValueError(ExtractError):
 
 
 # -- HTTP sources ----------------------------------------------------------------------------
+# HTTPRequestError but for its requests.HTTPError base, which __getattr__ below adds.
 class _HTTPRequestErrorFields(SparkloadError):
     """An HTTP request answered with an error status (after any retries).
 
