@@ -1,17 +1,16 @@
 """Where a pipeline writes: ``sl.destinations.delta(path_or_url)`` for tables in folders, or
-``sl.destinations.delta(catalog="main")`` for tables by name in the session's catalog."""
+``sl.destinations.delta(catalog="main")`` for tables by name in the session's catalog.
+
+A destination is a description only: the pipeline opens its tables
+(``pipeline/destination_dataset.py``), so naming one loads neither the engine nor pyarrow."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
-from typing import Any
 
 from sparkload.common.paths import check_folder_name
-from sparkload.engine.object_store import apply_s3_settings
 from sparkload.exceptions import SparkloadError
-from sparkload.load.dataset import CatalogDataset, Dataset, PathDataset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,23 +25,6 @@ class DeltaDestination:
     # that runs the pipeline sees (a Unity Catalog volume, a bucket) lets any of them finish
     # a package another left; by default they wait in the pipeline's working directory.
     staging_url: str | None = None
-
-    def dataset(self, session: Callable[[], Any], dataset_name: str, working_dir: str) -> Dataset:
-        """The dataset ``dataset_name``; ``session`` gives the SparkSession when first needed.
-        A bucket's S3 settings are made complete first: the dataset's folders are opened
-        through pyarrow, and the engine reads the same settings."""
-        for uri in (self.bucket_url, self.staging_url):
-            if uri is not None:
-                apply_s3_settings(uri)
-        if self.catalog is not None:
-            staging = (
-                f"{self.staging_url.rstrip('/')}/{self.catalog}/{dataset_name}"
-                if self.staging_url is not None
-                else working_dir
-            )
-            return CatalogDataset(session, self.catalog, dataset_name, staging)
-        assert self.bucket_url is not None
-        return PathDataset(session, f"{self.bucket_url.rstrip('/')}/{dataset_name}")
 
     def __repr__(self) -> str:
         if self.catalog is not None:

@@ -5,7 +5,9 @@ Invariants:
 - an error carries what went wrong as attributes (table, column, resource, key values), not
   only as text; where a raise site cannot know a value, the attribute is None;
 - where an error's message has one shape, the message is built here from those attributes;
-- this module imports nothing from sparkload (every other module may import it);
+- this module imports nothing from sparkload (every other module may import it), and
+  nothing heavy: ``HTTPRequestError``, also a ``requests.HTTPError``, is made on first use,
+  so that only a pipeline reading an HTTP source imports requests;
 - no message may contain a secret's value: configuration errors name keys, providers and
   types, never the text that was found.
 
@@ -15,9 +17,10 @@ docs/errors.md lists each error, when it is raised and its attributes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from requests.exceptions import HTTPError as _RequestsHTTPError
+if TYPE_CHECKING:
+    from requests.exceptions import HTTPError as _RequestsHTTPError
 
 
 class SparkloadError(Exception):
@@ -167,7 +170,8 @@ class UnserializableValueError(ExtractError):
 
 
 # -- HTTP sources ----------------------------------------------------------------------------
-class HTTPRequestError(SparkloadError, _RequestsHTTPError):
+# HTTPRequestError but for its requests.HTTPError base, which __getattr__ below adds.
+class _HTTPRequestErrorFields(SparkloadError):
     """An HTTP request answered with an error status (after any retries).
 
     Also a ``requests.HTTPError``, so code written for ``requests`` (or dlt's helpers) still
@@ -191,13 +195,19 @@ class HTTPRequestError(SparkloadError, _RequestsHTTPError):
         if body:
             message += f": {body}"
         # The response goes to requests' own attribute (handlers read ``error.response``);
-        # the request is left out, as its headers carry credentials.
-        super().__init__(message, response=response)
+        # the request is left out, as its headers carry credentials. ``requests.HTTPError``,
+        # the base joined on first use (``__getattr__`` below), takes ``response=``.
+        super().__init__(message, response=response)  # type: ignore[call-arg]
         self.method = method
         self.url = url
         self.status_code = status_code
         self.reason = reason
         self.body = body
+
+
+if TYPE_CHECKING:
+
+    class HTTPRequestError(_HTTPRequestErrorFields, _RequestsHTTPError): ...
 
 
 class UnexpectedResponseError(SparkloadError, ValueError):
@@ -571,3 +581,17 @@ class PlanOutdatedError(SparkloadError):
         self.planned = planned
         self.current = current
         self.changed_tables = tuple(changed_tables)
+
+
+def __getattr__(name: str) -> Any:
+    # ``HTTPRequestError`` is made on first use, with requests' HTTPError as its second base,
+    # so importing the errors (and ``import sparkload``) does not import requests.
+    if name != "HTTPRequestError":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from requests.exceptions import HTTPError
+
+    made = type(name, (_HTTPRequestErrorFields, HTTPError), {"__module__": __name__, "__qualname__": name})
+    made.__doc__ = _HTTPRequestErrorFields.__doc__
+    # One class for the process (the first one made, should two threads race here); later
+    # lookups find it in the module without coming here.
+    return globals().setdefault(name, made)

@@ -32,10 +32,12 @@ INTERNAL_EXCEPTIONS = {
 
 
 def public_errors() -> dict[str, type[sl.SparkloadError]]:
+    """Every public error (``HTTPRequestError`` is made on first use, with requests' base)."""
+    sparkload.exceptions.HTTPRequestError  # noqa: B018
     return {
         name: value
         for name, value in vars(sparkload.exceptions).items()
-        if inspect.isclass(value) and issubclass(value, sl.SparkloadError)
+        if inspect.isclass(value) and issubclass(value, sl.SparkloadError) and not name.startswith("_")
     }
 
 

@@ -4,6 +4,10 @@ Sail runs inside this process (no JVM), so start-up costs well under a second. E
 pipeline in the process shares the one server; it stops when the interpreter exits.
 Being in this process, it builds its S3 client from this process's environment when it
 first touches a bucket: ``engine/object_store.py`` completes those settings beforehand.
+
+A run may start the server in a thread of its own (``start_in_background``) as it begins,
+so the start overlaps what the run does before it needs the engine (importing PySpark's
+client, first of all); whoever then needs the address waits for that start.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 _server: Any = None
 _remote_url: str | None = None
+# The thread starting the server in the background, while it runs.
+_starting: threading.Thread | None = None
 
 
 def embedded_remote_url() -> str:
@@ -47,6 +53,31 @@ def embedded_remote_url() -> str:
         atexit.register(_stop)
         logger.info("started embedded Sail Spark Connect server at %s", _remote_url)
         return _remote_url
+
+
+def start_in_background() -> None:
+    """Start the server in a thread of its own, unless it runs or is starting already; the
+    caller goes on meanwhile. ``embedded_remote_url()`` waits for that start; if it failed,
+    it starts the server again there, so the error is raised where it always was (in the
+    run, as the same error)."""
+    global _starting
+    with _lock:
+        if _remote_url is not None or _starting is not None:
+            return
+        _starting = threading.Thread(target=_start_for_later, name="sparkload-engine-start", daemon=True)
+        _starting.start()
+
+
+def _start_for_later() -> None:
+    global _starting
+    try:
+        embedded_remote_url()
+    except Exception:
+        # Not lost: the caller's own start raises it (see start_in_background).
+        logger.debug("embedded server did not start in the background", exc_info=True)
+    finally:
+        with _lock:
+            _starting = None
 
 
 def _stop() -> None:

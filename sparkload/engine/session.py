@@ -17,7 +17,7 @@ from typing import Any
 
 from sparkload.config import get_config_value
 from sparkload.engine import connect, jvm, jvm_cluster
-from sparkload.engine.embedded import embedded_remote_url
+from sparkload.engine.embedded import embedded_remote_url, start_in_background
 from sparkload.engine.settings import SESSION_CONF
 from sparkload.exceptions import EngineError
 
@@ -41,6 +41,10 @@ def resolve_spark(spark: Any = None) -> Any:
     )
     if url:
         return session_for(str(url))
+    if not _user_session_imported():
+        # No session of the user's can exist, so the embedded engine it is: its server
+        # starts while PySpark's Connect client is imported below (embedded.py).
+        start_in_background()
     active = _active_session()
     if active is not None:
         return active
@@ -94,6 +98,16 @@ def _active_session() -> Any:
     else:
         found.append(ConnectSession.getActiveSession())
     return next((s for s in found if s is not None and not is_own_session(s)), None)
+
+
+def _user_session_imported() -> bool:
+    """Whether the user's code may have made a session, told without importing anything: a
+    classic session needs an active SparkContext, a Spark Connect one the Connect session
+    module imported."""
+    classic = sys.modules.get("pyspark.core.context")
+    if classic is not None and classic.SparkContext._active_spark_context is not None:
+        return True
+    return "pyspark.sql.connect.session" in sys.modules
 
 
 def _let_pyspark_connect_from_inline_code() -> None:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def is_arrow(item: Any) -> bool:
-    return isinstance(item, (pa.Table, pa.RecordBatch))
+    # An Arrow item means pyarrow is imported already; a script that yields none never
+    # imports it for this check.
+    pa = sys.modules.get("pyarrow")
+    return pa is not None and isinstance(item, (pa.Table, pa.RecordBatch))
 
 
 def is_pandas(item: Any) -> bool:
@@ -28,6 +33,8 @@ def is_spark_dataframe(item: Any) -> bool:
 
 
 def to_arrow(item: Any) -> pa.Table:
+    import pyarrow as pa
+
     if isinstance(item, pa.RecordBatch):
         table = pa.Table.from_batches([item])
     elif isinstance(item, pa.Table):
@@ -38,6 +45,8 @@ def to_arrow(item: Any) -> pa.Table:
 
 
 def _microsecond_timestamps(table: pa.Table) -> pa.Table:
+    import pyarrow as pa
+
     """Nanosecond timestamps (pandas' unit) as microseconds, Spark's finest unit.
 
     The cast is safe: a value with nanoseconds that microseconds cannot hold raises,

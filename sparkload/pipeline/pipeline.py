@@ -71,6 +71,7 @@ from sparkload.pipeline import load_packages, pipeline_file, resource_tables, re
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.dataset_reader import ReadableDataset
+from sparkload.pipeline.destination_dataset import open_dataset
 from sparkload.pipeline.drop import (
     DropResult,
     Refresh,
@@ -262,8 +263,8 @@ class Pipeline:
         self._reachable_dir = reachable_path(str(self.working_dir))
         pipeline_file.write_pipeline_file(self.working_dir, destination, self.dataset_name)
         # The tables this pipeline loads into (the engine starts when one is first touched).
-        self.destination_dataset: Dataset = destination.dataset(
-            lambda: self.spark, self.dataset_name, str(self.working_dir)
+        self.destination_dataset: Dataset = open_dataset(
+            destination, lambda: self.spark, self.dataset_name, str(self.working_dir)
         )
         context.remember_pipeline(self)
 

@@ -8,20 +8,24 @@ remember them for the next run) come to this process, as with Arrow items.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pyspark.sql import Column
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING, Any
 
 from sparkload.common.sql import quote
 from sparkload.exceptions import IncrementalCursorError
 from sparkload.extract.incremental.transform import IncrementalTransform, comparable
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 
 class SparkIncremental(IncrementalTransform):
     """Filters Spark DataFrames (Spark Connect's and classic) with Spark expressions."""
 
     def __call__(self, item: Any) -> Any:
+        # A Spark DataFrame item means PySpark is loaded: imported here, a pipeline whose
+        # items are not Spark's never imports it for its cursors.
+        from pyspark.sql import functions as F
+
         name = self.cursor_path
         func = self.last_value_func
         resource = self.resource_name
@@ -109,6 +113,8 @@ class SparkIncremental(IncrementalTransform):
 
     def _advance(self, kept: Any, cursor: Column, newest: Any, bound: Any) -> None:
         """Move last_value to the newest kept cursor value; remember the rows sitting on it."""
+        from pyspark.sql import functions as F
+
         if newest is None:
             return
         func = self.last_value_func

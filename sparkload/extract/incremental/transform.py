@@ -23,17 +23,18 @@ import datetime
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pendulum
-import pyarrow as pa
-import pyarrow.compute as pc
 from jsonpath_ng import parse as parse_jsonpath
 
 from sparkload.common.time import plain_utc
 from sparkload.exceptions import IncrementalCursorError
-from sparkload.extract.items import is_pandas
+from sparkload.extract.items import is_arrow, is_pandas
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # No cursor value in a row; no stored cursor when the run began.
 MISSING: Any = object()
@@ -241,6 +242,9 @@ class ArrowIncremental(IncrementalTransform):
     a handful) are looked at one by one, to deduplicate them."""
 
     def __call__(self, item: Any) -> Any:
+        import pyarrow as pa  # Arrow items are here: pyarrow is imported by whoever made them
+        import pyarrow.compute as pc
+
         table = pa.Table.from_pandas(item, preserve_index=False) if is_pandas(item) else item
         name = self.cursor_path
         func = self.last_value_func
@@ -312,6 +316,9 @@ class ArrowIncremental(IncrementalTransform):
 
     def _seen_before(self, table: Any, on_start: Any) -> pa.Array:
         """True for the boundary rows whose hash the previous run stored."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         indices = pc.indices_nonzero(on_start).to_pylist()
         rows = table.take(pa.array(indices)).to_pylist()
         seen = [self.hash(row) in self.start_hashes for row in rows]
@@ -322,6 +329,9 @@ class ArrowIncremental(IncrementalTransform):
 
     def _advance(self, cursor: Any, kept: Any, scalar: Callable[[Any], pa.Scalar]) -> None:
         """Move last_value to the newest kept cursor value; remember the rows sitting on it."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         if not kept.num_rows or not cursor.null_count < len(cursor):
             return
         func = self.last_value_func
@@ -339,7 +349,7 @@ class ArrowIncremental(IncrementalTransform):
 
 def transform_kind(item: Any) -> type[IncrementalTransform]:
     """The filter for ``item``: Arrow for tables, record batches and pandas frames, else rows."""
-    if isinstance(item, (pa.Table, pa.RecordBatch)) or is_pandas(item):
+    if is_arrow(item) or is_pandas(item):
         return ArrowIncremental
     return RowIncremental
 

@@ -1,0 +1,80 @@
+"""The embedded engine starts in a thread of its own as a run begins, so its start overlaps
+what the run does first; a start that fails still fails the run with the error it always
+raised. Each case runs in a new process: the tests' own process has its server running."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import sparkload as sl
+
+_CHECKOUT = Path(sl.__file__).resolve().parent.parent
+
+
+def _run_script(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKLOAD_")}
+    env.update(PYTHONPATH=str(_CHECKOUT), RUST_LOG="error")
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+
+
+_ONE_ROW_RUN = """
+    import logging, sys
+    import sparkload as sl
+
+    # Which thread started the server: the embedded engine's log line names it.
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(threadName)s: %(message)s"))
+    engine_log = logging.getLogger("sparkload.engine.embedded")
+    engine_log.addHandler(handler)
+    engine_log.setLevel(logging.INFO)
+
+    pipeline = sl.pipeline(
+        "start", destination=sl.destinations.delta("lake"), pipelines_dir="pipelines",
+        dataset_name="ds", progress=None,
+    )
+    try:
+        info = pipeline.run([{"id": 1}], table_name="t")
+    except Exception as exc:
+        print(f"raised {type(exc).__module__}.{type(exc).__qualname__}: {exc}")
+    else:
+        print("loaded", info.loads_ids)
+"""
+
+
+def test_a_run_starts_the_embedded_engine_in_a_thread_of_its_own(tmp_path: Path) -> None:
+    result = _run_script(_ONE_ROW_RUN, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    started = [line for line in result.stdout.splitlines() if "started embedded Sail" in line]
+    assert len(started) == 1 and started[0].startswith("sparkload-engine-start: "), result.stdout
+    assert "loaded" in result.stdout
+
+
+def test_an_engine_that_cannot_start_fails_the_run_with_the_error_it_always_raised(
+    tmp_path: Path,
+) -> None:
+    """Without pysail (an install without the 'local' extra) the background start fails;
+    the run raises that failure itself, the same EngineError as when the run started the
+    engine on its own thread."""
+    missing_sail = "import sys\nsys.modules['pysail'] = None  # no 'local' extra installed\n"
+    result = _run_script(missing_sail + textwrap.dedent(_ONE_ROW_RUN), tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    raised = [line for line in result.stdout.splitlines() if line.startswith("raised ")]
+    assert raised == [
+        "raised sparkload.exceptions.EngineError: The embedded engine needs the 'local' extra: "
+        "pip install 'sparkload[local]' (or choose another Spark: spark=, SPARKLOAD_SPARK_REMOTE "
+        "or SPARKLOAD_SPARK_MASTER; see docs/engines.md)."
+    ], result.stdout
+    assert "started embedded Sail" not in result.stdout
