@@ -3,18 +3,24 @@ flattening write, and loaded with every value as the engine's path loads it."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from conftest import delta_rows, user_columns
+from pyspark.sql import DataFrame
+from pyspark.sql import types as T
 
 import sparkload as sl
 from sparkload.common.system_columns import ID, LOAD_ID
-from sparkload.normalize.flat_json import write_flat_json
+from sparkload.normalize.flat_json import arrow_schema, write_flat_json
+from sparkload.normalize.infer import infer_columns
+from sparkload.normalize.slices import StagedTable
 
 UTC = datetime.timezone.utc
 PLUS_TWO = datetime.timezone(datetime.timedelta(hours=2))
@@ -129,12 +135,68 @@ def test_a_value_arrow_refuses_writes_nothing(tmp_path: Path) -> None:
     staged.write_bytes(b'{"a": 1}\n{"a": 2.5}\n')  # a float where the schema says bigint
     target = tmp_path / "out"
     schema = pa.schema([pa.field("a", pa.int64())])
-    assert not write_flat_json([staged], schema, str(target), "x_", ID, LOAD_ID, "1.2")
+    assert write_flat_json([staged], schema, str(target), "x_", ID, LOAD_ID, "1.2") is None
     assert not target.exists()
     staged.write_bytes(b'{"a": 1}\n{"a": 2}\n')
-    assert write_flat_json([staged], schema, str(target), "x_", ID, LOAD_ID, "1.2")
+    summary = write_flat_json([staged], schema, str(target), "x_", ID, LOAD_ID, "1.2")
+    assert summary is not None and summary.rows == 2
+    assert (summary.columns["a"].low, summary.columns["a"].high) == (1, 2)
     written = pq.read_table(target).to_pylist()
     assert written == [
         {"a": 1, ID: "x_0000000000000000", LOAD_ID: "1.2"},
         {"a": 2, ID: "x_0000000000000001", LOAD_ID: "1.2"},
     ]
+
+
+@dataclasses.dataclass(frozen=True)
+class _CountingStaged(StagedTable):
+    """A staged table that notes the columns each of its reads holds."""
+
+    reads: list[list[str]] = dataclasses.field(default_factory=list)
+
+    def read(self, names: Collection[str]) -> DataFrame:
+        self.reads.append(sorted(names))
+        return super().read(names)
+
+
+def test_the_profile_of_a_flat_table_comes_from_its_arrow_summary(
+    pipeline: sl.Pipeline, tmp_path: Path
+) -> None:
+    staged = tmp_path / "part-00000.jsonl"
+    lines = [
+        b'{"id": 1, "n": 5, "x": 0.5, "t": "plain", "d": "2024-01-02", "b": true, "e": null}',
+        b'{"id": 2, "n": -3, "x": null, "t": "\\u0000Dtagged", "d": "1x", "b": null, "e": null}',
+        b'{"id": 3, "n": null, "x": 2.0, "t": null, "d": null, "b": false, "e": "[1]"}',
+    ]
+    staged.write_bytes(b"\n".join(lines) + b"\n")
+    spark_schema = T.StructType(
+        [
+            T.StructField(name, dtype)
+            for name, dtype in [
+                ("id", T.LongType()),
+                ("n", T.LongType()),
+                ("x", T.DoubleType()),
+                ("t", T.StringType()),
+                ("d", T.StringType()),
+                ("b", T.BooleanType()),
+                ("e", T.StringType()),
+            ]
+        ]
+    )
+    arrow = arrow_schema(spark_schema)
+    assert arrow is not None
+    target = str(tmp_path / "out")
+    summary = write_flat_json([staged], arrow, target, "x_", ID, LOAD_ID, "1.2")
+    assert summary is not None
+    leaves = {field.name: field.dataType for field in spark_schema.fields}
+    full = T.StructType(
+        [*spark_schema.fields, T.StructField(ID, T.StringType()), T.StructField(LOAD_ID, T.StringType())]
+    )
+    by_engine = infer_columns(StagedTable(pipeline.spark, target, full), "t", leaves, {}, None)
+    summarized = _CountingStaged(pipeline.spark, target, full, summary)
+    by_arrow = infer_columns(summarized, "t", leaves, {}, None)
+    assert [spec.to_dict() for spec in by_arrow[0]] == [spec.to_dict() for spec in by_engine[0]]
+    assert by_arrow[1:] == by_engine[1:] == (3, None)
+    # The engine read only the string columns some value of which may be of another kind.
+    assert summarized.reads
+    assert all(set(read) <= {"d", "e", "t"} for read in summarized.reads)

@@ -25,6 +25,7 @@ from pyspark.sql import types as T
 
 from sparkload.common.folder import Folder, filesystem
 from sparkload.extract.storage import STAGED_STATISTICS
+from sparkload.normalize.summary import Summary
 
 # The Spark types of JSON scalars, as Arrow reads and Parquet stores them.
 _ARROW_TYPES: dict[type[T.DataType], pa.DataType] = {
@@ -59,36 +60,36 @@ def write_flat_json(
     id_column: str,
     load_id_column: str,
     load_id: str,
-) -> bool:
+) -> Summary | None:
     """Write the NDJSON ``files`` (read with ``schema``) as Parquet into the folder
     ``target_uri``, replacing what is there, with a row id (``id_prefix`` and a counter of
     16 hex digits, in the order the rows were staged) and the load id; one Parquet file per
-    staged file. False, with nothing written, when a value does not fit ``schema``."""
+    staged file, each read and written before the next (one file in memory at a time).
+    Returns the summary of the rows written (normalize/summary.py), or None, with nothing
+    left written, when a value does not fit ``schema`` or there are no rows."""
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-    tables = []
+    Folder(target_uri).delete()
+    fs, folder = filesystem(target_uri)
+    fs.create_dir(folder, recursive=True)
+    summary = Summary()
     try:
-        for path in files:
+        for part, path in enumerate(files):
             size = path.stat().st_size
             if size == 0:
                 continue
-            block = max(size + 1, _MIN_BLOCK)
-            tables.append(
-                pj.read_json(path, read_options=pj.ReadOptions(block_size=block), parse_options=options)
-            )
+            read = pj.ReadOptions(block_size=max(size + 1, _MIN_BLOCK))
+            table = pj.read_json(path, read_options=read, parse_options=options)
+            summary.add(table)
+            drawn = summary.rows - table.num_rows
+            ids = pa.array([f"{id_prefix}{n:016x}" for n in range(drawn, summary.rows)], pa.string())
+            loads = pa.repeat(pa.scalar(load_id, pa.string()), table.num_rows)
+            table = table.append_column(id_column, ids).append_column(load_id_column, loads)
+            with fs.open_output_stream(f"{folder}/part-{part:05d}.parquet") as out:
+                pq.write_table(table, out, write_statistics=STAGED_STATISTICS)
     except pa.ArrowInvalid:
-        return False
-    if not tables:
-        return False  # no rows: the engine's path writes the empty table
-    folder = Folder(target_uri)
-    folder.delete()
-    fs, folder_path = filesystem(target_uri)
-    fs.create_dir(folder_path, recursive=True)
-    drawn = 0
-    for part, table in enumerate(tables):
-        ids = pa.array([f"{id_prefix}{n:016x}" for n in range(drawn, drawn + table.num_rows)], pa.string())
-        drawn += table.num_rows
-        loads = pa.repeat(pa.scalar(load_id, pa.string()), table.num_rows)
-        table = table.append_column(id_column, ids).append_column(load_id_column, loads)
-        with fs.open_output_stream(f"{folder_path}/part-{part:05d}.parquet") as out:
-            pq.write_table(table, out, write_statistics=STAGED_STATISTICS)
-    return True
+        Folder(target_uri).delete()
+        return None
+    if summary.rows == 0:
+        Folder(target_uri).delete()  # no rows: the engine's path writes the empty table
+        return None
+    return summary

@@ -261,10 +261,11 @@ class TableNormalizer:
         schema = arrow_schema(raw_schema)
         if schema is None:
             return None
-        if not write_flat_json(json_files, schema, target, self._id_prefix, ID, LOAD_ID, self.load_id):
+        summary = write_flat_json(json_files, schema, target, self._id_prefix, ID, LOAD_ID, self.load_id)
+        if summary is None:
             return None
         system = [T.StructField(ID, T.StringType()), T.StructField(LOAD_ID, T.StringType())]
-        return StagedTable(self.spark, target, T.StructType([*raw_schema.fields, *system]))
+        return StagedTable(self.spark, target, T.StructType([*raw_schema.fields, *system]), summary)
 
     def _nested(
         self,
