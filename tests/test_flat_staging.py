@@ -12,12 +12,14 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from conftest import delta_rows, user_columns
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 import sparkload as sl
 from sparkload.common.system_columns import ID, LOAD_ID
+from sparkload.normalize import flat_json
 from sparkload.normalize.flat_json import arrow_schema, write_flat_json
 from sparkload.normalize.infer import infer_columns
 from sparkload.normalize.slices import StagedTable
@@ -200,3 +202,15 @@ def test_the_profile_of_a_flat_table_comes_from_its_arrow_summary(
     # The engine read only the string columns some value of which may be of another kind.
     assert summarized.reads
     assert all(set(read) <= {"d", "e", "t"} for read in summarized.reads)
+
+
+def test_a_file_larger_than_extract_writes_is_left_to_the_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staged = tmp_path / "import-00000.jsonl"
+    staged.write_bytes(b'{"a": 1}\n{"a": 2}\n')
+    monkeypatch.setattr(flat_json, "_MAX_FILE", staged.stat().st_size - 1)
+    target = tmp_path / "out"
+    schema = pa.schema([pa.field("a", pa.int64())])
+    assert write_flat_json([staged], schema, str(target), "x_", ID, LOAD_ID, "1.2") is None
+    assert not target.exists()

@@ -38,6 +38,9 @@ _ARROW_TYPES: dict[type[T.DataType], pa.DataType] = {
 # with thousands of columns, chunks of few rows cost more than the parse. A whole staged
 # file (rotated at 16 MiB) is one block.
 _MIN_BLOCK = 1 << 20
+# A staged file is read whole, so one larger than extract writes (an imported NDJSON file
+# may be of any size) takes the engine's path rather than this process's memory.
+_MAX_FILE = 64 << 20
 
 
 def arrow_schema(schema: T.StructType) -> pa.Schema | None:
@@ -66,7 +69,10 @@ def write_flat_json(
     16 hex digits, in the order the rows were staged) and the load id; one Parquet file per
     staged file, each read and written before the next (one file in memory at a time).
     Returns the summary of the rows written (normalize/summary.py), or None, with nothing
-    left written, when a value does not fit ``schema`` or there are no rows."""
+    left written, when a value does not fit ``schema``, a file is larger than extract
+    writes them, or there are no rows."""
+    if any(path.stat().st_size > _MAX_FILE for path in files):
+        return None
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
     Folder(target_uri).delete()
     fs, folder = filesystem(target_uri)
