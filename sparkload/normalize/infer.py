@@ -23,6 +23,7 @@ from sparkload.common.sql import quote
 from sparkload.common.tags import TAG_DECIMAL
 from sparkload.exceptions import NormalizeError, SchemaConflictError
 from sparkload.normalize.slices import StagedTable, slices
+from sparkload.normalize.summary import MAYBE_TYPED, Summary
 from sparkload.normalize.types import (
     KIND_TYPE,
     STRING_KINDS,
@@ -159,11 +160,6 @@ def _decimal_digits(column: Column) -> Column:
     return F.when(column.startswith(TAG_DECIMAL), F.length(integer))
 
 
-# A staged string that may be of another kind than text begins with a tag (NUL), a digit
-# (an ISO timestamp) or ``[`` / ``{`` (JSON text); any other is text.
-_MAYBE_TYPED = r"^[\x00\[{0-9]"
-
-
 def profile(
     staged: StagedTable,
     leaves: Mapping[str, T.DataType],
@@ -187,7 +183,12 @@ def profile(
     stats: dict[str, Any] = {}
     strings: list[int] = []
     start = 0
-    for part in slices(names):
+    # Where this process holds the rows' summary, the first pass is read from it (fit tests
+    # and distinct keys are the engine's to count).
+    summarized = staged.summary is not None and not fit_tests and not counted_keys
+    if staged.summary is not None and summarized:
+        strings = _summarized(stats, staged.summary, leaves, bounded)
+    for part in () if summarized else slices(names):
         aggs: list[Column] = []
         read = list(part)
         if start == 0:
@@ -212,6 +213,27 @@ def profile(
     return stats
 
 
+def _summarized(
+    stats: dict[str, Any],
+    summary: Summary,
+    leaves: Mapping[str, T.DataType],
+    bounded: Collection[str] | None,
+) -> list[int]:
+    """The first pass's statistics, as ``_column_aggregates`` names them, from the Arrow
+    ``summary`` of the rows; returns the string columns' indexes."""
+    stats["__rows"] = summary.rows
+    strings = []
+    for index, (name, dtype) in enumerate(leaves.items()):
+        column = summary.columns[name]
+        stats[f"n{index}"] = column.values
+        if isinstance(dtype, T.StringType):
+            stats[f"t{index}"] = column.maybe_typed
+            strings.append(index)
+        elif kind_of_spark_type(dtype) == "bigint" and (bounded is None or name in bounded):
+            stats[f"max{index}"], stats[f"min{index}"] = column.high, column.low
+    return strings
+
+
 def _column_aggregates(
     aggs: list[Column],
     index: int,
@@ -226,7 +248,7 @@ def _column_aggregates(
     aggs.append(F.count(column).alias(f"n{index}"))
     string = isinstance(dtype, T.StringType)
     if string:
-        aggs.append(_count_where(column.rlike(_MAYBE_TYPED)).alias(f"t{index}"))
+        aggs.append(_count_where(column.rlike(MAYBE_TYPED)).alias(f"t{index}"))
     elif kind_of_spark_type(dtype) == "bigint" and (bounded is None or name in bounded):
         # Integer digits decide whether the ints fit a declared decimal exactly.
         aggs.append(F.max(column).alias(f"max{index}"))

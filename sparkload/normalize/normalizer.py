@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkload.common.engine_family import write_parquet
+from sparkload.common.folder import Folder
 from sparkload.common.hints import LoadHints
 from sparkload.common.naming import PATH_SEPARATOR
 from sparkload.common.package import ARROW_DIR, JSON_DIR, SPARK_DIR, SPARK_PART_PREFIX
@@ -33,6 +34,7 @@ from sparkload.exceptions import DamagedFileError, NormalizeError
 from sparkload.extract.storage import EngineFiles
 from sparkload.normalize.columns import Flattened, NestedList, case_collisions, flatten, flatten_element
 from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_types, split_conflicts
+from sparkload.normalize.flat_json import arrow_schema, write_flat_json
 from sparkload.normalize.hinted_collisions import refuse_hints_on_collided_columns
 from sparkload.normalize.infer import ColumnSpec, infer_columns
 from sparkload.normalize.json_schema import INFER_ALL, needs_rewrite
@@ -73,7 +75,9 @@ class NormalizedTable:
         return self.folder or self.name
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        # The columns are left out of asdict, which would copy each spec field by field
+        # only for to_dict to replace them (seconds for a table of 10,000 columns).
+        data = dataclasses.asdict(dataclasses.replace(self, columns=[]))
         data["columns"] = [column.to_dict() for column in self.columns]
         return data
 
@@ -123,8 +127,13 @@ class TableNormalizer:
             if schema is not None and case_collisions(schema):
                 raise _KeysDifferingInCase()
             raw = self._read(extracted, schema=schema)
-            if not (doubles_for_bigint_columns(raw.schema, preferred) or case_collisions(raw.schema)):
-                return self._normalize(table, raw, out_uri)
+            # Staged NDJSON alone, read with the schema inferred at extract, has that schema:
+            # asking the engine for it again is a round trip that plans the whole width.
+            json_only = isinstance(schema, T.StructType) and self._staged_json_only(extracted)
+            raw_schema = schema if json_only and isinstance(schema, T.StructType) else raw.schema
+            if not (doubles_for_bigint_columns(raw_schema, preferred) or case_collisions(raw_schema)):
+                flat_files = self._json_files(extracted) if json_only else None
+                return self._normalize(table, raw, out_uri, raw_schema, flat_files)
         except _KeysDifferingInCase:
             pass
         except Exception as exc:
@@ -163,9 +172,39 @@ class TableNormalizer:
             frame = frame.unionByName(other, allowMissingColumns=True)
         return frame
 
-    def _normalize(self, table: str, raw: DataFrame, out_uri: str) -> list[NormalizedTable]:
+    @property
+    def _id_prefix(self) -> str:
+        """What every root row id drawn in this load begins with (its counter follows)."""
+        return self.load_id.replace(".", "") + "_"
+
+    def _staged_json_only(self, extracted: Path) -> bool:
+        """Whether ``extracted`` holds staged NDJSON and nothing else (no Arrow or Spark
+        DataFrame items, whose files are read beside it)."""
+        return (extracted / JSON_DIR).is_dir() and not any(
+            (extracted / kind).exists() for kind in (ARROW_DIR, SPARK_DIR)
+        )
+
+    def _json_files(self, extracted: Path) -> list[Path] | None:
+        """The staged NDJSON files in the order they were written, where this process
+        may write the normalized Parquet the engine reads (the engine reads this disk)."""
+        if self._engine_files.remote is not None:
+            return None
+        return sorted(path for path in (extracted / JSON_DIR).iterdir() if path.is_file())
+
+    def _normalize(
+        self,
+        table: str,
+        raw: DataFrame,
+        out_uri: str,
+        raw_schema: T.StructType | None = None,
+        json_files: list[Path] | None = None,
+    ) -> list[NormalizedTable]:
+        """Normalize the staged rows ``raw`` (of ``raw_schema``, asked of the engine when
+        not given); ``json_files`` are the staged NDJSON files ``raw`` reads, when it reads
+        nothing else."""
+        raw_schema = raw_schema or raw.schema
         flat = flatten(
-            raw.schema,
+            raw_schema,
             lambda name: F.col(quote(name)),
             table,
             "",
@@ -181,13 +220,16 @@ class TableNormalizer:
         # counter is zero-padded so ids sort as they were drawn: the nested rows of a run of
         # root rows then hold a narrow range of root ids, which a merge's rewrite prunes by.
         counter = F.lpad(F.lower(F.hex(F.monotonically_increasing_id())), 16, "0")
-        row_id = F.concat(F.lit(self.load_id.replace(".", "") + "_"), counter)
+        row_id = F.concat(F.lit(self._id_prefix), counter)
         if given_id is not None:
             row_id = F.coalesce(given_id, row_id)  # dlt's "bring your own row id"
+        target = f"{out_uri}/{table}"
+        written = self._write_flat(json_files, raw_schema, flat, given_id, target)
+        if written is not None:
+            return [self._describe(table, None, table, written, flat, [ID, LOAD_ID])]
         columns = [leaf.selected() for leaf in flat.leaves]
         columns += [nested.column.alias(_NESTED_PREFIX + nested.table) for nested in flat.nested]
         columns += [row_id.alias(ID), F.lit(self.load_id).alias(LOAD_ID)]
-        target = f"{out_uri}/{table}"
         write_parquet(raw.select(*columns), target, "overwrite")
         staged = self.spark.read.parquet(target)
         if given_id is not None:
@@ -201,6 +243,31 @@ class TableNormalizer:
         for nested in flat.nested:
             result += self._nested(nested, staged, root_id, table, table, out_uri)
         return result
+
+    def _write_flat(
+        self,
+        json_files: list[Path] | None,
+        raw_schema: T.StructType,
+        flat: Flattened,
+        given_id: Column | None,
+        target: str,
+    ) -> StagedTable | None:
+        """Write a flat table's staged NDJSON ``json_files`` as its normalized Parquet at
+        ``target`` without the engine (see normalize/flat_json.py); None where the table is
+        not flat, brings its own row ids, or holds a value the Arrow read refuses: the
+        engine's flattening write then does it."""
+        if json_files is None or given_id is not None or flat.nested or not Folder(target).is_local:
+            return None
+        if len(flat.leaves) != len(raw_schema.fields) or not all(leaf.as_is for leaf in flat.leaves):
+            return None
+        schema = arrow_schema(raw_schema)
+        if schema is None:
+            return None
+        summary = write_flat_json(json_files, schema, target, self._id_prefix, ID, LOAD_ID, self.load_id)
+        if summary is None:
+            return None
+        system = [T.StructField(ID, T.StringType()), T.StructField(LOAD_ID, T.StringType())]
+        return StagedTable(self.spark, target, T.StructType([*raw_schema.fields, *system]), summary)
 
     def _nested(
         self,

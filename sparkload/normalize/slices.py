@@ -17,6 +17,8 @@ from typing import TypeVar
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from sparkload.normalize.summary import Summary
+
 # Columns per query: narrow enough that a query's planning stays cheap per column, wide
 # enough that the few tenths of a second each query costs (a count over 1,000 columns took
 # 0.15 s) add up to little. See docs/performance.md, C1.
@@ -32,6 +34,9 @@ class StagedTable:
     spark: SparkSession
     uri: str
     schema: T.StructType
+    # The rows' counts and bounds per column, where this process wrote them (a flat table,
+    # see normalize/flat_json.py): the profile's first pass then asks the engine nothing.
+    summary: Summary | None = None
 
     def read(self, names: Collection[str]) -> DataFrame:
         """The rows of the columns ``names`` only (the first column when there are none, so
