@@ -70,13 +70,13 @@ def test_a_task_cannot_read_the_drivers_temporary_files(cluster_spark: Any) -> N
     assert name in str(failure.value)
 
 
-def test_the_workers_share_the_disk_beside_the_hidden_folder(
-    spark_standalone: StandaloneCluster,
+def test_the_workers_share_the_disk_beside_the_tests_base_folder(
     cluster_spark: Any,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """Only pytest's base temporary folder is hidden, not all of ``/tmp``: a checkout there
     keeps the virtualenv whose PySpark the Workers start from."""
-    beside = Path(spark_standalone.hidden_folder).parent / f"shared-with-workers-{uuid.uuid4().hex}.txt"
+    beside = tmp_path_factory.getbasetemp().parent / f"shared-with-workers-{uuid.uuid4().hex}.txt"
     token = uuid.uuid4().hex
     beside.write_text(token)
     try:
