@@ -99,7 +99,10 @@ def airflow(session: nox.Session) -> None:
 #   default log store).
 # - `spark_connect`: Apache Spark's own Spark Connect server (JVM, with delta-spark): what
 #   differs from the classic JVM session is the client and its protocol, not Delta, whose
-#   MERGE statements the classic session's run covers.
+#   MERGE statements the classic session's run covers; and a bucket as the destination
+#   (tests/test_bucket.py: the server started with hadoop-aws and fs.s3a.* for the S3 API
+#   server, as a server deployed beside a bucket is, and refused on delta-spark's default
+#   log store as a classic session is).
 # Each engine session ends with its slowest tests, to show where its time goes.
 DURATIONS = ("--durations=15",)
 # Two pytest-xdist workers, each with an engine of its own (tests/engines.py), each test file

@@ -141,16 +141,24 @@ def sail_command() -> list[str]:
 
 
 def start_spark_connect_server() -> tuple[subprocess.Popen[bytes], str]:
-    """Apache Spark's Spark Connect server (local[2]) with Delta Lake, in a JVM of its own."""
+    """Apache Spark's Spark Connect server (local[2]) with Delta Lake, in a JVM of its own,
+    and Hadoop's S3A for the bucket tests: hadoop-aws of PySpark's Hadoop and ``fs.s3a.*``
+    for the S3 API server's endpoint, given at its start as a server deployed beside a
+    bucket is given them (the same settings a JVM that sparkload starts gets)."""
     import pyspark
 
     from sparkload.engine.jvm import DELTA_SESSION_CONF
+    from sparkload.engine.jvm_cluster import hadoop_version, s3a_settings
 
     home = os.path.dirname(os.path.abspath(pyspark.__file__))
-    jar = f"io.delta:delta-spark_{'.'.join(pyspark.__version__.split('.')[:2])}_2.13:{delta_version()}"
+    jars = (
+        f"io.delta:delta-spark_{'.'.join(pyspark.__version__.split('.')[:2])}_2.13:{delta_version()}",
+        f"org.apache.hadoop:hadoop-aws:{hadoop_version()}",
+    )
     port = free_port()
     settings = {
         **DELTA_SESSION_CONF,
+        **s3a_settings(remote_object_store()),
         "spark.connect.grpc.binding.port": str(port),
         "spark.ui.enabled": "false",
         # Small local tables: Spark's 200 shuffle partitions and Delta's 50 snapshot
@@ -158,7 +166,7 @@ def start_spark_connect_server() -> tuple[subprocess.Popen[bytes], str]:
         "spark.sql.shuffle.partitions": "4",
         "spark.databricks.delta.snapshotPartitions": "2",
     }
-    command = [f"{home}/bin/spark-submit", "--master", "local[2]", "--packages", jar]
+    command = [f"{home}/bin/spark-submit", "--master", "local[2]", "--packages", ",".join(jars)]
     for key, value in settings.items():
         command += ["--conf", f"{key}={value}"]
     command += ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "spark-internal"]

@@ -105,8 +105,11 @@ def _wait_until_answering(endpoint: str, process: subprocess.Popen[bytes], timeo
 def _running_moto(
     log_folder: Path, environment: dict[str, str], port: int | None = None
 ) -> Iterator[S3Server]:
-    executable = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
-    if not Path(executable).exists():
+    # The test interpreter's own moto first: a moto_server elsewhere on PATH (another
+    # Python's) may be another release, whose answers the tests were not written for.
+    own_bin = str(Path(sys.executable).parent)
+    executable = shutil.which("moto_server", path=own_bin) or shutil.which("moto_server")
+    if executable is None:
         pytest.fail("moto_server is not installed: pip install 'sparkload[test]' (moto[server])")
     port = free_port(HOST) if port is None else port
     endpoint = f"http://{HOST}:{port}"
@@ -195,6 +198,7 @@ def s3_refusing_keys(s3_server_checking_keys: S3Server) -> Iterator[S3Server]:
 @pytest.fixture
 def one_writer_on_the_jvm(monkeypatch: pytest.MonkeyPatch) -> None:
     """The test writes its tables from one driver, which a JVM engine is told (else it
-    refuses a bucket on delta-spark's default log store: tests/jvm/test_bucket_log_store.py)."""
-    if engines.current() == "spark":
+    refuses a bucket on delta-spark's default log store: tests/jvm/test_bucket_log_store.py),
+    a classic session or Apache Spark's Spark Connect server."""
+    if engines.current() in ("spark", "spark-connect"):
         monkeypatch.setenv("ENGINE__DELTA_LOG_STORE", SINGLE_DRIVER_LOG_STORE)

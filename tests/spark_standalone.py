@@ -4,11 +4,15 @@ PySpark's own jars (``bin/spark-class`` in the installed ``pyspark``, its folder
 ``spark_standalone`` (one per test session) starts the Master on a free port, then two
 Workers of one core and 1 GiB each (on 127.0.0.2 and 127.0.0.3), and waits until the
 Master's JSON status page lists two ALIVE workers. Each Worker runs in a mount namespace of
-its own (``unshare --mount``) in which a fresh tmpfs covers the temporary folder that holds
-every test's working folder: an executor there cannot open any file the driver wrote under
-it, as on a real cluster, whose executors do not share the driver's disk. Only the network
-is shared, so the executors reach the driver and a bucket server on 127.0.0.1. Needs root
-(to mount) and the ``spark`` extra.
+its own (``unshare --mount``) in which a fresh tmpfs covers pytest's base temporary folder:
+every test's working folder is in it, and so, for the cluster's lifetime, are the driver's
+own temporary files (``TMPDIR``, Python's ``tempfile`` and the driver JVM's local folders
+are pointed there). An executor cannot open any file the driver wrote there, as on a real
+cluster, whose executors do not share the driver's disk. The rest of the disk stays shared,
+``/tmp`` included: a checkout under ``/tmp`` keeps its virtualenv, whose PySpark holds the
+``spark-class`` each Worker starts from. Only the network is shared beyond that, so the
+executors reach the driver and a bucket server on 127.0.0.1. Needs root (to mount) and the
+``spark`` extra.
 """
 
 from __future__ import annotations
@@ -192,20 +196,48 @@ def running_cluster(log_folder: Path, hidden: str, timeout: float = 120.0) -> It
 
 
 def hidden_folder(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The temporary folder that holds this run's basetemp (``/tmp`` by default): hidden
-    from the executors entirely, so no test's working folder, staged file or log is there."""
-    base = tmp_path_factory.getbasetemp().resolve()
-    root = Path(tempfile.gettempdir()).resolve()
-    if root not in base.parents:
-        pytest.fail(f"the tests' basetemp {base} is not under the temporary folder {root} the workers hide")
-    return str(root)
+    """pytest's base temporary folder of this run: hidden from the executors, so no test's
+    working folder, staged file or log, nor the driver's temporary files
+    (``drivers_temp_folder``), is there for them. Only that folder: the virtualenv the
+    Workers start from may itself be under the system's temporary folder."""
+    return str(tmp_path_factory.getbasetemp().resolve())
+
+
+# Where a process started on this machine puts its scratch files: Python's tempfile and most
+# tools read TMPDIR; a JVM Spark driver reads SPARK_LOCAL_DIRS for its block manager and the
+# files it serves to executors.
+_TEMP_VARIABLES = ("TMPDIR", "SPARK_LOCAL_DIRS")
+
+
+@contextlib.contextmanager
+def drivers_temp_folder(folder: Path) -> Iterator[str]:
+    """This process (the driver) and what it starts keep their temporary files in ``folder``
+    while the cluster runs: inside the hidden folder, so a task that opened one (the UTF-8
+    copies of a file source, say) would fail as it does on a real cluster, instead of
+    finding it in a ``/tmp`` the executors share here."""
+    saved = {variable: os.environ.get(variable) for variable in _TEMP_VARIABLES}
+    saved_tempdir = tempfile.tempdir
+    os.environ.update(dict.fromkeys(_TEMP_VARIABLES, str(folder)))
+    tempfile.tempdir = str(folder)
+    try:
+        yield str(folder)
+    finally:
+        tempfile.tempdir = saved_tempdir
+        for variable, value in saved.items():
+            if value is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = value
 
 
 @pytest.fixture(scope="session")
 def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
     # The logs stay with the driver's side: under the hidden folder, seen from here only.
     logs = tmp_path_factory.mktemp("spark_standalone")
-    with running_cluster(logs, hidden_folder(tmp_path_factory)) as cluster:
+    driver_temp = tmp_path_factory.mktemp("driver_tmp")
+    # The Workers start first, with the environment as it was: in their namespace the
+    # driver's temporary folder does not exist.
+    with running_cluster(logs, hidden_folder(tmp_path_factory)) as cluster, drivers_temp_folder(driver_temp):
         yield cluster
 
 

@@ -33,6 +33,7 @@ pytestmark = [
     pytest.mark.connect,
     pytest.mark.cluster,
     pytest.mark.jvm,
+    pytest.mark.spark_connect,
     pytest.mark.usefixtures("one_writer_on_the_jvm"),
 ]
 
@@ -88,6 +89,11 @@ def test_local_working_folder_beside_a_bucket_destination_passes_the_engine_chec
     reason="a JVM on a local master reads the bucket through S3A, which AWS_ALLOW_HTTP does not "
     "govern, and is part of this process, so no folder check is made",
 )
+@engines.engine_limit(
+    "spark-connect",
+    reason="Apache Spark's Spark Connect server reads the bucket through S3A with the settings "
+    "it was started with, which AWS_ALLOW_HTTP in the client does not govern",
+)
 def test_the_folder_the_engine_cannot_read_is_named(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     """Read one by one, the markers still tell which folder the engine misses: with
     AWS_ALLOW_HTTP=false set by the user (and kept), the engine refuses the http:// endpoint
@@ -99,6 +105,28 @@ def test_the_folder_the_engine_cannot_read_is_named(s3_bucket: S3Bucket, tmp_pat
     message = str(refused.value)
     assert f"in the destination ({s3_bucket.url}/lake/shop):" in message
     assert "working folder" not in message
+
+
+@pytest.mark.skipif(
+    engines.current() != "spark-connect",
+    reason="delta-spark's log store behind Apache Spark Connect; a classic JVM's refusal is "
+    "tests/jvm/test_bucket_log_store.py, and Sail makes each commit a conditional PUT",
+)
+def test_a_bucket_on_delta_sparks_default_log_store_is_refused_behind_spark_connect(
+    s3_bucket: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server was started without a log store for S3, so two writers through two servers
+    (or a server and a JVM) could each take a commit's version: refused before writing, as
+    on a classic JVM session, until one driver at a time is stated or the store is chosen."""
+    monkeypatch.delenv("ENGINE__DELTA_LOG_STORE")
+    pipeline = bucket_pipeline(s3_bucket, tmp_path)
+    with pytest.raises(ConfigValueError) as refused:
+        pipeline.run([{"id": 1}], table_name="orders")
+    message = str(refused.value)
+    for named in ("delta-spark", "spark.delta.logStore.s3.impl", "S3DynamoDBLogStore", "delta_log_store"):
+        assert named in message
+    assert s3_bucket.server.secret_key not in message
+    assert s3_bucket.object_keys() == []
 
 
 def test_a_url_as_pipelines_dir_is_refused_naming_the_argument(

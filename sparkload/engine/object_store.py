@@ -27,7 +27,9 @@ one commit is lost. So a bucket destination on a JVM session is refused unless t
 is chosen: in the session's settings (``io.delta.storage.S3DynamoDBLogStore`` for several
 writers), or by stating in sparkload's config (``[engine] delta_log_store``) that one driver
 at a time writes (``io.delta.storage.S3SingleDriverLogStore``); a JVM that sparkload starts
-gets that value as its log store settings.
+gets that value as its log store settings. Apache Spark's own Spark Connect server commits
+with delta-spark too, so a session to it is refused the same way, its server's settings
+read through the session's configuration (which carries them).
 
 No value read here reaches a log line or an exception: messages name settings only.
 """
@@ -38,7 +40,9 @@ import logging
 import os
 import threading
 import urllib.parse
+from collections.abc import Callable
 
+from sparkload.common.engine_family import is_apache_spark
 from sparkload.config import config, secrets
 from sparkload.exceptions import ConfigValueError
 
@@ -129,31 +133,32 @@ def log_store_settings() -> dict[str, str]:
 
 
 def refuse_unsafe_jvm_commits(spark: object, uri: str) -> None:
-    """Refuse a bucket ``uri`` on a classic JVM session whose Delta commits to it are not
-    known to be exclusive (see the module's text); other engines and URLs pass."""
-    if not is_s3_url(uri) or "connect" in type(spark).__module__:
+    """Refuse a bucket ``uri`` on a delta-spark session (classic JVM, or Apache Spark's
+    Spark Connect server) whose Delta commits to it are not known to be exclusive (see the
+    module's text); Sail's sessions and other URLs pass."""
+    if not is_s3_url(uri):
         return
+    found = _delta_spark_settings(spark)
+    if found is None:
+        return
+    engine, started, setting = found
     scheme = urllib.parse.urlsplit(uri).scheme.lower()
     key = log_store_key(scheme)
-    try:
-        conf = spark.sparkContext.getConf()  # type: ignore[attr-defined]
-    except Exception:
-        return  # not a classic session: nothing of delta-spark's to ask
-    # What delta-spark reads: the session's Spark settings, fixed when it started.
-    if conf.get(key) or conf.get("spark.delta.logStore.class"):
+    # What delta-spark reads: the session's Spark settings, fixed when its JVM started.
+    if setting(key) or setting("spark.delta.logStore.class"):
         return
     chosen = config.get(DELTA_LOG_STORE_CONFIG)
     if chosen is not None and str(chosen) == SINGLE_DRIVER_LOG_STORE:
         return  # the default store, which one driver at a time may use
     if chosen is not None:
         raise ConfigValueError(
-            f"{DELTA_LOG_STORE_CONFIG} is set, but this JVM Spark session was started without "
-            f"{key}: a log store is chosen when the session starts; start it with "
+            f"{DELTA_LOG_STORE_CONFIG} is set, but {started} without "
+            f"{key}: a log store is chosen when the JVM starts; start it with "
             f"{key} set (sparkload sets it on a session it starts)",
             key=DELTA_LOG_STORE_CONFIG,
         )
     raise ConfigValueError(
-        f"the JVM Spark engine (delta-spark) commits to {scheme}:// through its default log store, "
+        f"{engine} commits to {scheme}:// through its default log store, "
         f"{SINGLE_DRIVER_LOG_STORE}, which keeps two writers apart only inside one driver: two "
         f"processes loading this destination could each take a commit's version and one commit "
         f"would be lost. Choose the log store: {key}={MULTI_WRITER_LOG_STORE} (with its DynamoDB "
@@ -162,6 +167,27 @@ def refuse_unsafe_jvm_commits(spark: object, uri: str) -> None:
         f"(ENGINE__DELTA_LOG_STORE) to state that one driver at a time writes it",
         key=key,
     )
+
+
+def _delta_spark_settings(spark: object) -> tuple[str, str, Callable[[str], str | None]] | None:
+    """For a session whose Delta commits delta-spark makes: the engine's name, what started
+    its JVM, and a reader of the Spark settings it started with; None for another engine
+    (Sail, whose commits are exclusive by a conditional PUT)."""
+    if "connect" in type(spark).__module__:
+        if not is_apache_spark(spark):
+            return None
+        # The server's static settings, which its sessions' configuration carries.
+        conf = spark.conf  # type: ignore[attr-defined]
+        return (
+            "Apache Spark's Spark Connect server (delta-spark)",
+            "the Spark Connect server was started",
+            lambda key: conf.get(key, None),
+        )
+    try:
+        started_with = spark.sparkContext.getConf()  # type: ignore[attr-defined]
+    except Exception:
+        return None  # not a classic session: nothing of delta-spark's to ask
+    return "the JVM Spark engine (delta-spark)", "this JVM Spark session was started", started_with.get
 
 
 def s3_values() -> dict[str, str]:

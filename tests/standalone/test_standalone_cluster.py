@@ -4,6 +4,7 @@ executors cannot see the driver's disk, with the tables in a bucket on a real S3
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,3 +57,29 @@ def test_the_session_writes_delta_tables_in_the_bucket_that_delta_rs_reads(
     cluster_spark.range(10, 15).write.format("delta").mode("append").save(table)
     rows = deltalake.DeltaTable(table, storage_options=s3_bucket.server.storage_options()).to_pyarrow_table()
     assert sorted(rows.column("id").to_pylist()) == list(range(15))
+
+
+def test_a_task_cannot_read_the_drivers_temporary_files(cluster_spark: Any) -> None:
+    """What the driver writes with ``tempfile`` (as sparkload's UTF-8 copies of a file
+    source are) is on its disk alone, as on a real cluster."""
+    handle, name = tempfile.mkstemp(suffix=".txt")
+    with open(handle, "w") as out:
+        out.write(uuid.uuid4().hex)
+    with pytest.raises(Exception, match="FileNotFoundException|does not exist") as failure:
+        cluster_spark.read.text(name).collect()
+    assert name in str(failure.value)
+
+
+def test_the_workers_share_the_disk_beside_the_tests_base_folder(
+    cluster_spark: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Only pytest's base temporary folder is hidden, not all of ``/tmp``: a checkout there
+    keeps the virtualenv whose PySpark the Workers start from."""
+    beside = tmp_path_factory.getbasetemp().parent / f"shared-with-workers-{uuid.uuid4().hex}.txt"
+    token = uuid.uuid4().hex
+    beside.write_text(token)
+    try:
+        assert [row.value for row in cluster_spark.read.text(str(beside)).collect()] == [token]
+    finally:
+        beside.unlink()
