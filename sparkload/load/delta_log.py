@@ -20,15 +20,35 @@ from sparkload.common.folder import filesystem, list_entries
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 
 
-def commit_versions(uri: str) -> list[int]:
-    """All commit versions present in the log, ascending; empty when there is no table."""
+# The newest commit of a table as one listing of its log shows it: (version, size in bytes,
+# modification time in ns). A table dropped and made anew may start again at version 0; its
+# commit file is not the same file, so the stamp tells the two apart without reading it.
+CommitStamp = tuple[int, int, int]
+
+
+def _commit_files(uri: str) -> list[tuple[int, pafs.FileInfo]]:
+    """(version, file) of every commit file in the log, ascending; one listing."""
     fs, path = filesystem(uri)
-    versions = []
+    found = []
     for info in list_entries(fs, f"{path.rstrip('/')}/_delta_log"):
         match = _COMMIT_FILE.match(info.base_name)
         if match:
-            versions.append(int(match.group(1)))
-    return sorted(versions)
+            found.append((int(match.group(1)), info))
+    return sorted(found, key=lambda entry: entry[0])
+
+
+def commit_versions(uri: str) -> list[int]:
+    """All commit versions present in the log, ascending; empty when there is no table."""
+    return [version for version, _ in _commit_files(uri)]
+
+
+def newest_commit(uri: str) -> CommitStamp | None:
+    """The newest commit's stamp (``CommitStamp``); None when there is no table."""
+    files = _commit_files(uri)
+    if not files:
+        return None
+    version, info = files[-1]
+    return version, info.size or 0, info.mtime_ns or 0
 
 
 def table_exists(uri: str) -> bool:
