@@ -94,6 +94,7 @@ class PathDataset(Dataset):
 
     def drop_table(self, name: str) -> None:
         table = Folder(self.uri).child(check_table_name(name))
+        self.schemas.forget(table.uri)
         # The transaction log goes first: without it the folder is no table to any reader,
         # so a deletion cut short never leaves a table that lacks some of its data files.
         table.child("_delta_log").delete()

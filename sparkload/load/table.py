@@ -27,7 +27,7 @@ from sparkload.common import file_lock
 from sparkload.common.engine_family import misreads_float_statistics
 from sparkload.common.folder import filesystem
 from sparkload.common.sql import delta_path, quote
-from sparkload.common.system_columns import ID
+from sparkload.common.system_columns import ID, LOAD_ID
 from sparkload.engine.capabilities import commit_history, ignores_target_file_size
 from sparkload.engine.object_store import is_s3_url
 from sparkload.exceptions import LoadError
@@ -108,6 +108,13 @@ class Schemas:
             self._read[key] = (stamp, schema)
         return schema
 
+    def forget(self, uri: str) -> None:
+        """Forget what was read of the table at ``uri`` (dropped: a table made anew there
+        starts again at version 0)."""
+        with self._lock:
+            for key in [key for key in self._read if key[1] == uri]:
+                del self._read[key]
+
 
 class DeltaTable:
     """What every table address shares; subclasses say where the table is."""
@@ -180,6 +187,11 @@ class DeltaTable:
         where the table's log is not at hand."""
         return None
 
+    def holds_load(self, load_id: str) -> bool | None:
+        """Whether the table has rows of load ``load_id``, as its log tells without reading
+        the rows (``delta_log.holds_value``); None where the log does not tell."""
+        return None
+
     def commit_lock(self) -> CommitLock | None:
         """The lock ``table_lock`` takes around this table's commits (a new hold on it per
         call); None where there is none to take."""
@@ -246,6 +258,9 @@ class PathTable(DeltaTable):
 
     def read(self) -> DataFrame:
         return self.spark.read.format("delta").load(self.uri)
+
+    def holds_load(self, load_id: str) -> bool | None:
+        return delta_log.holds_value(self.uri, LOAD_ID, load_id, NEWEST_COMMITS)
 
     def commit_lock(self) -> CommitLock | None:
         # Beside the tables, where no reader looks for one (a folder of no Delta log).
