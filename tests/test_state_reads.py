@@ -1,6 +1,7 @@
-"""A run reads the destination's state with the engine once: before extracting. Before its
-first commit it looks again only at the state table's log, and reads the rows again only
-when another run committed a state in between."""
+"""A run reads the destination's state with the engine at most once: before extracting, and
+not at all when the working folder's copy is the state of the state table's newest commit.
+Before its first commit it looks again only at the state table's log, and reads the rows
+again only when another run committed a state in between."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 import sparkload as sl
+from sparkload.pipeline import state as state_store
 
 READ = "reading the state of pipeline"
 
@@ -26,14 +28,33 @@ def _reads(caplog: pytest.LogCaptureFixture) -> int:
     return sum(READ in record.getMessage() for record in caplog.records)
 
 
-def test_a_run_reads_the_destination_state_once(make_pipeline: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_run_reads_no_state_rows_when_its_local_copy_is_the_newest_commits(
+    make_pipeline: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     pipeline = make_pipeline()
     pipeline.run(_rows(0))
     caplog.set_level(logging.DEBUG, logger="sparkload.pipeline.state")
     caplog.clear()
     pipeline.run(_rows(2))
-    assert _reads(caplog) == 1
+    assert _reads(caplog) == 0
     assert pipeline.state["_state_version"] == 2
+
+
+def test_a_run_reads_the_destination_state_once_without_a_local_record(
+    make_pipeline: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A working folder whose copy names no commit (written before the record existed, or
+    restored by hand) reads the rows once."""
+    pipeline = make_pipeline()
+    pipeline.run(_rows(0))
+    (pipeline.working_dir / state_store.STATE_COMMIT_FILE).unlink()
+    again = make_pipeline(pipeline.pipeline_name)
+    caplog.set_level(logging.DEBUG, logger="sparkload.pipeline.state")
+    caplog.clear()
+    again.run(_rows(2))
+    assert _reads(caplog) == 1
+    assert again.state["_state_version"] == 2
+    assert sorted(row["id"] for row in again.table("items").collect()) == [0, 1, 2, 3]
 
 
 def test_a_state_committed_between_extract_and_load_is_read_and_the_package_discarded(

@@ -23,7 +23,7 @@ from sparkload.common.package import PACKAGES_FOLDER
 from sparkload.common.paths import check_table_name, reachable_path
 from sparkload.common.sql import quote
 from sparkload.load import delta_log
-from sparkload.load.table import CatalogTable, DeltaTable, PathTable
+from sparkload.load.table import CatalogTable, DeltaTable, PathTable, Schemas
 
 # sparkload's own tables and folders in a dataset (the state table, staged packages):
 # never a resource's table.
@@ -78,9 +78,11 @@ class PathDataset(Dataset):
         self.shown = uri.rstrip("/")
         # Every consumer reaches the folder by this path; messages show the one the user gave.
         self.uri = reachable_path(self.shown)
+        # Shared by every table object of the dataset: a schema is read once per commit.
+        self.schemas = Schemas()
 
     def table(self, name: str) -> DeltaTable:
-        return PathTable(self.spark, self.uri, check_table_name(name))
+        return PathTable(self.spark, self.uri, check_table_name(name), self.schemas)
 
     def table_names(self) -> list[str]:
         return delta_log.list_tables(self.uri)
@@ -92,6 +94,7 @@ class PathDataset(Dataset):
 
     def drop_table(self, name: str) -> None:
         table = Folder(self.uri).child(check_table_name(name))
+        self.schemas.forget(table.uri)
         # The transaction log goes first: without it the folder is no table to any reader,
         # so a deletion cut short never leaves a table that lacks some of its data files.
         table.child("_delta_log").delete()

@@ -20,15 +20,35 @@ from sparkload.common.folder import filesystem, list_entries
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 
 
-def commit_versions(uri: str) -> list[int]:
-    """All commit versions present in the log, ascending; empty when there is no table."""
+# The newest commit of a table as one listing of its log shows it: (version, size in bytes,
+# modification time in ns). A table dropped and made anew may start again at version 0; its
+# commit file is not the same file, so the stamp tells the two apart without reading it.
+CommitStamp = tuple[int, int, int]
+
+
+def _commit_files(uri: str) -> list[tuple[int, pafs.FileInfo]]:
+    """(version, file) of every commit file in the log, ascending; one listing."""
     fs, path = filesystem(uri)
-    versions = []
+    found = []
     for info in list_entries(fs, f"{path.rstrip('/')}/_delta_log"):
         match = _COMMIT_FILE.match(info.base_name)
         if match:
-            versions.append(int(match.group(1)))
-    return sorted(versions)
+            found.append((int(match.group(1)), info))
+    return sorted(found, key=lambda entry: entry[0])
+
+
+def commit_versions(uri: str) -> list[int]:
+    """All commit versions present in the log, ascending; empty when there is no table."""
+    return [version for version, _ in _commit_files(uri)]
+
+
+def newest_commit(uri: str) -> CommitStamp | None:
+    """The newest commit's stamp (``CommitStamp``); None when there is no table."""
+    files = _commit_files(uri)
+    if not files:
+        return None
+    version, info = files[-1]
+    return version, info.size or 0, info.mtime_ns or 0
 
 
 def table_exists(uri: str) -> bool:
@@ -40,34 +60,34 @@ def latest_version(uri: str) -> int | None:
     return versions[-1] if versions else None
 
 
-def commit_info(uri: str, version: int) -> dict[str, Any]:
+def _actions(uri: str, version: int) -> Iterator[dict[str, Any]]:
+    """The actions of commit ``version``, in the order the commit file lists them."""
     fs, path = filesystem(uri)
     with fs.open_input_stream(f"{path.rstrip('/')}/_delta_log/{version:020d}.json") as stream:
-        for line in stream.read().splitlines():
-            if not line.strip():
-                continue
-            action = orjson.loads(line)
-            if "commitInfo" in action:
-                return dict(action["commitInfo"])
+        lines = stream.read().splitlines()
+    for line in lines:
+        if line.strip():
+            yield dict(orjson.loads(line))
+
+
+def commit_info(uri: str, version: int) -> dict[str, Any]:
+    for action in _actions(uri, version):
+        if "commitInfo" in action:
+            return dict(action["commitInfo"])
     return {}
 
 
 def removed_files(uri: str, version: int) -> tuple[list[str], list[str]] | None:
     """The data files commit ``version`` removed and the ones it added, as full URIs; None
     if a file carries a deletion vector (its rows are not the file's rows)."""
-    fs, path = filesystem(uri)
     removed: list[str] = []
     added: list[str] = []
-    with fs.open_input_stream(f"{path.rstrip('/')}/_delta_log/{version:020d}.json") as stream:
-        for line in stream.read().splitlines():
-            if not line.strip():
-                continue
-            action = orjson.loads(line)
-            for kind, files in (("remove", removed), ("add", added)):
-                if kind in action:
-                    if action[kind].get("deletionVector"):
-                        return None
-                    files.append(_file_uri(uri, action[kind]["path"]))
+    for action in _actions(uri, version):
+        for kind, files in (("remove", removed), ("add", added)):
+            if kind in action:
+                if action[kind].get("deletionVector"):
+                    return None
+                files.append(_file_uri(uri, action[kind]["path"]))
     return removed, added
 
 
@@ -83,6 +103,39 @@ def commit_tags(uri: str, newest: int) -> Iterator[tuple[int, str | None]]:
     file is read only when the caller asks for it."""
     for version in reversed(commit_versions(uri)[-newest:]):
         yield version, commit_info(uri, version).get("userMetadata")
+
+
+# Delta keeps string statistics to a prefix of this many characters; a longer value's
+# maximum is no value of the column.
+_EXACT_STRING_STATISTICS = 32
+
+
+def holds_value(uri: str, column: str, value: str, newest: int) -> bool | None:
+    """Whether a row of the table has ``value`` in the string column ``column``, as the
+    statistics of the files its ``newest`` newest commits added tell, for a value only one
+    writer ever writes (a load id): True when an added file has it as its smallest or
+    largest value of ``column``; False when those commits are all the table's commits and
+    no added file holds a value of ``column`` at or above it (a file that has the value has
+    it as its largest value or below); None when the statistics cannot tell (a file without
+    them, or whose range spans the value, or an older commit not read)."""
+    versions = commit_versions(uri)
+    undecided = not versions or versions[0] != 0 or len(versions) > newest
+    for version in reversed(versions[-newest:]):
+        for action in _actions(uri, version):
+            added = action.get("add")
+            if not added:
+                continue
+            stats = orjson.loads(added.get("stats") or "{}")
+            if stats.get("numRecords") == 0:
+                continue
+            low = (stats.get("minValues") or {}).get(column)
+            high = (stats.get("maxValues") or {}).get(column)
+            if value in (low, high):
+                return True
+            exact = isinstance(high, str) and len(high) < _EXACT_STRING_STATISTICS
+            if not exact or str(high).encode() >= value.encode():
+                undecided = True
+    return None if undecided else False
 
 
 def list_tables(dataset_uri: str) -> list[str]:

@@ -358,7 +358,11 @@ class Loader:
         # may lie before the newest commits it tells (the table has more).
         if merge_commits_carry_load_id(self.spark) and len(tags) < NEWEST_COMMITS:
             return False
-        # Elsewhere MERGE commits carry no userMetadata; the rows they insert do.
+        # Elsewhere MERGE commits carry no userMetadata; the rows they insert do, and the
+        # statistics of the files they add tell where those rows can be.
+        in_log = table.holds_load(self.load_id)
+        if in_log is not None:
+            return in_log
         logger.debug("looking for rows of load %s in table %s", self.load_id, table.shown)
         return bool(table.read().where(F.col(LOAD_ID) == F.lit(self.load_id)).limit(1).count())
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from sparkload.common import file_lock
 from sparkload.common.engine_family import misreads_float_statistics
 from sparkload.common.folder import filesystem
 from sparkload.common.sql import delta_path, quote
-from sparkload.common.system_columns import ID
+from sparkload.common.system_columns import ID, LOAD_ID
 from sparkload.engine.capabilities import commit_history, ignores_target_file_size
 from sparkload.engine.object_store import is_s3_url
 from sparkload.exceptions import LoadError
@@ -73,6 +74,46 @@ def _holds_floats(dtype: T.DataType) -> bool:
     if isinstance(dtype, (T.DoubleType, T.FloatType)):
         return True
     return isinstance(dtype, T.StructType) and any(_holds_floats(f.dataType) for f in dtype.fields)
+
+
+class Schemas:
+    """The schemas the engine read of a dataset's tables, by table and newest commit.
+
+    A table's schema is asked for by every check and statement of a load (destructive
+    changes, key checks, type checks, the MERGE's columns); each engine read resolves the
+    table's snapshot anew, a listing of its log and reads of its newest commits, which in a
+    bucket are requests. A commit's schema never changes, so a schema is read once per
+    commit: one listing of the log tells whether the commit read before is still the newest
+    (``delta_log.newest_commit``), and any commit since, this load's or another writer's,
+    makes the next ask a read."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._read: dict[tuple[int, str], tuple[delta_log.CommitStamp, T.StructType]] = {}
+        # How many times a schema was read with the engine (the work this cache saves).
+        self.engine_reads = 0
+
+    def of(self, table: PathTable) -> T.StructType | None:
+        stamp = delta_log.newest_commit(table.uri)
+        if stamp is None:
+            return None
+        key = (id(table.spark), table.uri)  # another engine may read the same commit otherwise
+        with self._lock:
+            known = self._read.get(key)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        schema = table.read().schema
+        with self._lock:
+            self.engine_reads += 1
+            self._read[key] = (stamp, schema)
+        return schema
+
+    def forget(self, uri: str) -> None:
+        """Forget what was read of the table at ``uri`` (dropped: a table made anew there
+        starts again at version 0)."""
+        with self._lock:
+            for key in [key for key in self._read if key[1] == uri]:
+                del self._read[key]
 
 
 class DeltaTable:
@@ -146,6 +187,11 @@ class DeltaTable:
         where the table's log is not at hand."""
         return None
 
+    def holds_load(self, load_id: str) -> bool | None:
+        """Whether the table has rows of load ``load_id``, as its log tells without reading
+        the rows (``delta_log.holds_value``); None where the log does not tell."""
+        return None
+
     def commit_lock(self) -> CommitLock | None:
         """The lock ``table_lock`` takes around this table's commits (a new hold on it per
         call); None where there is none to take."""
@@ -176,9 +222,10 @@ class DeltaTable:
 class PathTable(DeltaTable):
     """A table in a folder: ``<dataset_uri>/<name>``."""
 
-    def __init__(self, spark: Any, dataset_uri: str, name: str) -> None:
+    def __init__(self, spark: Any, dataset_uri: str, name: str, schemas: Schemas | None = None) -> None:
         super().__init__(spark, name)
         self.uri = f"{dataset_uri.rstrip('/')}/{name}"
+        self._schemas = schemas if schemas is not None else Schemas()
 
     @property
     def sql_name(self) -> str:
@@ -190,6 +237,11 @@ class PathTable(DeltaTable):
 
     def _exists(self) -> bool:
         return delta_log.table_exists(self.uri)
+
+    def schema(self) -> T.StructType | None:
+        if self._seen_empty:
+            return None
+        return self._schemas.of(self)
 
     def ids_removed_by(self, version: int) -> DataFrame | None:
         files = delta_log.removed_files(self.uri, version)
@@ -206,6 +258,9 @@ class PathTable(DeltaTable):
 
     def read(self) -> DataFrame:
         return self.spark.read.format("delta").load(self.uri)
+
+    def holds_load(self, load_id: str) -> bool | None:
+        return delta_log.holds_value(self.uri, LOAD_ID, load_id, NEWEST_COMMITS)
 
     def commit_lock(self) -> CommitLock | None:
         # Beside the tables, where no reader looks for one (a folder of no Delta log).

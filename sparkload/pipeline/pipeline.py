@@ -382,7 +382,7 @@ class Pipeline:
             local = state_store.read_local(self.working_dir)
             local_version = int(local["_state_version"]) if local else 0
             remote = self._destination_state.read(
-                self.destination_dataset, self.pipeline_name, known_version=local_version
+                self.destination_dataset, self.pipeline_name, local_version, self.working_dir
             )
             if remote is None and local_version > 0:
                 # Not another run's doing (that leaves a newer state): the dataset is gone.
@@ -849,7 +849,10 @@ class Pipeline:
                     state_store.write_destination(
                         self.destination_dataset, self.pipeline_name, new_state, package.load_id
                     )
-                    state_store.write_local(self.working_dir, new_state)
+                    committed = self._destination_state.committed(
+                        self.destination_dataset, self.pipeline_name, package.load_id
+                    )
+                    state_store.write_local(self.working_dir, new_state, committed)
                     self._state = new_state
             package_info = LoadInfo(
                 self.pipeline_name,
@@ -907,7 +910,7 @@ class Pipeline:
         extracted, then mark it started, so that from here on it is always finished. A
         package another run overtook is not marked: what overtook it is returned."""
         remote = self._destination_state.read(
-            self.destination_dataset, self.pipeline_name, known_version=base_version
+            self.destination_dataset, self.pipeline_name, base_version, self.working_dir
         )
         committed = int(remote["_state_version"]) if remote else 0
         if committed == 0 and base_version > 0:

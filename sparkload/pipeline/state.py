@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 STATE_TABLE = "_sparkload_pipeline_state"
 STATE_FILE = "state.json"
+# Beside the local copy: which commit of the state table made it (``write_local``).
+STATE_COMMIT_FILE = "state_commit.json"
 _SCHEMA = T.StructType(
     [
         T.StructField("pipeline_name", T.StringType()),
@@ -41,6 +43,9 @@ _SCHEMA = T.StructType(
 
 # Dates and timestamps in the state (incremental cursors) keep their type through JSON.
 _TYPE_TAG = "__sparkload_type__"
+# The tags of the state table's commits: a state's, and the compaction that follows it.
+STATE_TAG = "state:"
+COMPACT_TAG = "compact:"
 
 
 def _encode(value: Any) -> Any:
@@ -91,8 +96,38 @@ def read_local(working_dir: Path) -> PipelineState | None:
         return None
 
 
-def write_local(working_dir: Path, state: PipelineState) -> None:
+# A commit of the state table, as the newest commit in its log names it: the table and
+# pipeline ("<table>:<pipeline>"), and the commit's (version, tag).
+CommitKey = tuple[str, tuple[int, str | None] | None]
+
+
+def write_local(working_dir: Path, state: PipelineState, committed: CommitKey | None = None) -> None:
+    """Write the local copy; ``committed``: the state table's commit that holds this very
+    state, which lets the next run skip reading the table while that commit is its newest
+    (``DestinationState``). The old record goes first, so a copy never pairs with a record
+    of another state."""
+    (working_dir / STATE_COMMIT_FILE).unlink(missing_ok=True)
     write_atomically(working_dir / STATE_FILE, dumps_state(state, indent=True))
+    if committed is not None:
+        record = {"key": committed, "state_version": int(state.get("_state_version", 0))}
+        write_atomically(working_dir / STATE_COMMIT_FILE, orjson.dumps(record))
+
+
+def _local_copy_of(working_dir: Path, key: CommitKey) -> PipelineState | None:
+    """The local copy, if the record beside it says the commit ``key`` holds it."""
+    try:
+        record = orjson.loads((working_dir / STATE_COMMIT_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    recorded_key = record.get("key") if isinstance(record, dict) else None
+    if not isinstance(recorded_key, list) or len(recorded_key) != 2 or recorded_key[1] is None:
+        return None
+    if (recorded_key[0], tuple(recorded_key[1])) != key:
+        return None
+    local = read_local(working_dir)
+    if local is None or int(local.get("_state_version", 0)) != record.get("state_version"):
+        return None
+    return local
 
 
 def read_destination(dataset: Dataset, pipeline_name: str, known_version: int = 0) -> PipelineState | None:
@@ -119,29 +154,55 @@ def read_destination(dataset: Dataset, pipeline_name: str, known_version: int = 
 
 
 class DestinationState:
-    """The newest state the destination holds for a pipeline, read with the engine again only
-    when the state table has a commit since the last read.
+    """The newest state the destination holds for a pipeline, read with the engine only when
+    the state table has a commit that neither the last read nor the local copy stands for.
 
     A run reads it before extracting and again before its first commit, to see whether
     another run committed in between; a commit would be the state table's newest, so the
     newest commit's version and tag, read from the table's log, tell without a second read
     of its rows. The tag (``state:<load id>``, ``compact:state:<load id>``) keeps a table
-    made anew at the same version apart from the one read before.
+    made anew at the same version apart from the one read before. The local copy records
+    the commit that holds it (``write_local``): while that commit is the newest, the copy
+    is the destination's newest state, and a run (a new process too) reads no rows at all.
     """
 
     def __init__(self) -> None:
-        self._seen: tuple[tuple[str, tuple[int, str | None] | None], PipelineState | None] | None = None
+        self._seen: tuple[CommitKey, PipelineState | None] | None = None
+        # How many times the state table's rows were read with the engine.
+        self.engine_reads = 0
 
-    def read(self, dataset: Dataset, pipeline_name: str, known_version: int = 0) -> PipelineState | None:
+    def newest_commit(self, dataset: Dataset, pipeline_name: str) -> CommitKey:
+        """The state table's newest commit, as ``write_local`` records it."""
         table = dataset.table(STATE_TABLE)
-        # Taken before the rows: a commit landing in between makes the next read a new one.
         newest = next(iter(table.commit_tags()), None) if table.exists() else None
-        key = (f"{table.shown}:{pipeline_name}", newest)
+        return f"{table.shown}:{pipeline_name}", newest
+
+    def read(
+        self,
+        dataset: Dataset,
+        pipeline_name: str,
+        known_version: int = 0,
+        working_dir: Path | None = None,
+    ) -> PipelineState | None:
+        # Taken before the rows: a commit landing in between makes the next read a new one.
+        key = self.newest_commit(dataset, pipeline_name)
         if self._seen is not None and self._seen[0] == key:
             return copy.deepcopy(self._seen[1])
-        state = read_destination(dataset, pipeline_name, known_version)
+        local = _local_copy_of(working_dir, key) if working_dir is not None and key[1] else None
+        if local is not None:
+            state: PipelineState | None = local
+        else:
+            state = read_destination(dataset, pipeline_name, known_version)
+            self.engine_reads += 1
         self._seen = (key, copy.deepcopy(state))
         return state
+
+    def committed(self, dataset: Dataset, pipeline_name: str, load_id: str) -> CommitKey | None:
+        """The state table's newest commit, if it is the one the state of ``load_id`` made
+        (its own or the compaction after it); None if another commit came after."""
+        key = self.newest_commit(dataset, pipeline_name)
+        tag = key[1][1] if key[1] else None
+        return key if tag in (STATE_TAG + load_id, COMPACT_TAG + STATE_TAG + load_id) else None
 
 
 def destination_version(dataset: Dataset, pipeline_name: str, known_version: int = 0) -> int:
@@ -152,7 +213,7 @@ def destination_version(dataset: Dataset, pipeline_name: str, known_version: int
 
 def write_destination(dataset: Dataset, pipeline_name: str, state: PipelineState, load_id: str) -> None:
     table = dataset.table(STATE_TABLE)
-    if table.exists() and table.committed_by("state:" + load_id) is not None:
+    if table.exists() and table.committed_by(STATE_TAG + load_id) is not None:
         return  # this load's state is already there
     row = (
         pipeline_name,
@@ -169,13 +230,13 @@ def write_destination(dataset: Dataset, pipeline_name: str, state: PipelineState
             for value, field in zip(row, _SCHEMA.fields, strict=True)
         ]
     )
-    table.write(df, "append", "state:" + load_id)
+    table.write(df, "append", STATE_TAG + load_id)
     # A file per version: this pipeline's rows are gathered into one now and then (the
     # lock keeps its other runs out; other pipelines' rows lie outside the predicate).
     if compaction.due(int(state["_state_version"])):
         ours = key_bounds.key_range(df, ["pipeline_name"])
         if ours is not None:
-            compaction.compact(table, "compact:state:" + load_id, ours.sql())
+            compaction.compact(table, COMPACT_TAG + STATE_TAG + load_id, ours.sql())
 
 
 def next_version(old: PipelineState, new: PipelineState) -> PipelineState:

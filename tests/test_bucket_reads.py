@@ -1,0 +1,135 @@
+"""How often a load reads its tables in a bucket, counted in the request log of a real S3
+API server on 127.0.0.1 (moto's server mode, ``tests/s3_server.py``).
+
+Each engine read of a Delta table resolves the table's snapshot: a listing of its log, a GET
+of ``_last_checkpoint`` and reads of its newest commits, each a request to the store. What a
+load asks of a table several times (its schema) is read once per commit, and the state
+table's rows are not read at all while the local copy holds the state its newest commit
+made."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import deltalake
+import pytest
+from conftest import user_columns
+
+import sparkload as sl
+from sparkload.pipeline.state import STATE_TABLE
+
+if TYPE_CHECKING:
+    from s3_server import S3Bucket
+
+pytest_plugins = ("s3_server",)
+pytestmark = [pytest.mark.timeout(300)]
+
+_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
+_REQUEST = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/')
+
+
+class Requests:
+    """The requests the server logged for one bucket from the moment this was made."""
+
+    def __init__(self, bucket: S3Bucket) -> None:
+        self.bucket = bucket
+        self._start = len(self._all())
+
+    def _all(self) -> list[tuple[str, str]]:
+        found = []
+        for line in self.bucket.server.log.read_text(errors="replace").splitlines():
+            match = _REQUEST.search(_COLOURS.sub("", line))
+            if match and match["path"].startswith(f"/{self.bucket.name}"):
+                found.append((match["method"], match["path"]))
+        return found
+
+    def since(self) -> list[tuple[str, str]]:
+        return self._all()[self._start :]
+
+    def snapshot_reads(self, table: str) -> int:
+        """How many times the engine resolved ``table``'s snapshot (a GET of its log's
+        ``_last_checkpoint`` each time)."""
+        suffix = f"/{table}/_delta_log/_last_checkpoint"
+        return sum(1 for method, path in self.since() if method == "GET" and path.endswith(suffix))
+
+    def data_file_reads(self, table: str) -> int:
+        """GETs of ``table``'s data files (its rows, not its log)."""
+        return sum(
+            1
+            for method, path in self.since()
+            if method == "GET" and f"/{table}/" in path and path.split("?")[0].endswith(".parquet")
+        )
+
+
+def bucket_pipeline(bucket: S3Bucket, tmp_path: Path, working: str = "work") -> sl.Pipeline:
+    return sl.pipeline(
+        "orders",
+        destination=sl.destinations.delta(f"{bucket.url}/lake"),
+        dataset_name="shop",
+        pipelines_dir=tmp_path / working,
+    )
+
+
+def test_a_tables_schema_is_read_once_per_commit(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    pipeline = bucket_pipeline(s3_bucket, tmp_path)
+    pipeline.run([{"id": 1, "name": "a"}], table_name="items", write_disposition="merge", primary_key="id")
+    dataset = pipeline.destination_dataset
+
+    first = Requests(s3_bucket)
+    schema = dataset.table("items").schema()
+    assert first.snapshot_reads("items") > 0
+    assert schema is not None and "name" in schema.fieldNames()
+    # Asked again, by new table objects as each step of a load makes them: no engine read.
+    again = Requests(s3_bucket)
+    assert [dataset.table("items").schema() for _ in range(2)] == [schema, schema]
+    assert again.snapshot_reads("items") == 0
+
+    # A new commit (with a new column) is read anew.
+    pipeline.run(
+        [{"id": 2, "name": "b", "size": 3}], table_name="items", write_disposition="merge", primary_key="id"
+    )
+    schema = dataset.table("items").schema()
+    assert schema is not None and "size" in schema.fieldNames()
+
+
+@sl.resource(write_disposition="append")
+def numbered(upto: int, updated: Any = sl.incremental("n")) -> Any:  # noqa: B008 (dlt's form)
+    yield from ({"n": n} for n in range(1, upto + 1))
+
+
+def bucket_rows(bucket: S3Bucket, pipeline: sl.Pipeline, table: str) -> list[int]:
+    found = deltalake.DeltaTable(
+        f"{pipeline.dataset_uri}/{table}", storage_options=bucket.server.storage_options()
+    )
+    return sorted(row["n"] for row in user_columns(found.to_pyarrow_table().to_pylist()))
+
+
+def test_a_run_reads_no_state_rows_while_its_local_copy_is_the_newest_commit(
+    s3_bucket: S3Bucket, tmp_path: Path
+) -> None:
+    bucket_pipeline(s3_bucket, tmp_path).run(numbered(3))
+
+    # The same pipeline in a new process: its working folder holds the state the newest
+    # commit of the state table made.
+    again = bucket_pipeline(s3_bucket, tmp_path)
+    assert again is not None
+    requests = Requests(s3_bucket)
+    again.run(numbered(5))
+    assert requests.data_file_reads(STATE_TABLE) == 0
+    assert again._destination_state.engine_reads == 0
+    assert bucket_rows(s3_bucket, again, "numbered") == [1, 2, 3, 4, 5]
+
+
+def test_a_state_another_machine_committed_is_read(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    """The local copy is skipped only while its commit is the newest: a run on another
+    machine commits a newer state, and the next run here reads it."""
+    here = bucket_pipeline(s3_bucket, tmp_path, working="machine_a")
+    here.run(numbered(3))
+    bucket_pipeline(s3_bucket, tmp_path, working="machine_b").run(numbered(6))
+
+    here_again = bucket_pipeline(s3_bucket, tmp_path, working="machine_a")
+    here_again.run(numbered(7))
+    assert here_again._destination_state.engine_reads >= 1
+    assert bucket_rows(s3_bucket, here_again, "numbered") == [1, 2, 3, 4, 5, 6, 7]
