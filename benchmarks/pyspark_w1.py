@@ -39,6 +39,7 @@ def start(master: str) -> Any:
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.sql.shuffle.partitions", str(2 * cores))
         .config("spark.databricks.delta.snapshotPartitions", str(cores))
+        .config("spark.sql.adaptive.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
     )
     spark = configure_spark_with_delta_pip(builder).getOrCreate()

@@ -44,7 +44,13 @@ def test_profile_reads_slices_of_columns(pipeline: sl.Pipeline, tmp_path: Path) 
     staged = _CountingStaged(spark, uri, schema)
 
     specs, rows, distinct = infer_columns(
-        staged, "wide", {f.name: f.dataType for f in schema.fields}, {}, None, required=("id",)
+        staged,
+        "wide",
+        {f.name: f.dataType for f in schema.fields},
+        {},
+        None,
+        required=("id",),
+        distinct=("id",),
     )
 
     assert (rows, distinct) == (3, 3)

@@ -280,6 +280,26 @@ class LoadHints:
         return self.write_disposition.options
 
     @property
+    def merge_asks_for_duplicate_keys(self) -> bool:
+        """Whether this root's merge asks if the load holds a primary key more than once
+        (``MergeFamily.has_duplicates``, from the distinct keys normalize counts): a
+        deduplicating keyed merge keeps one row per key, upsert refuses a repeated key (or
+        keeps its latest row by ``sequence_by``), SCD2 by column keeps one version of each,
+        into a new table as into one with rows. A time-range merge, SCD2 by time (which
+        always keeps each key's latest update), dlt's SCD2 (by row hash) and a keyed merge
+        with ``deduplicated=False`` never ask."""
+        if self.disposition != "merge" or not self.primary_key:
+            return False
+        strategy = self.strategy
+        if strategy == "scd2":
+            return self.options.get("columns") is not None
+        if strategy not in ("delete-insert", "upsert", "insert-only"):
+            return False
+        # upsert takes no ``deduplicated``: it refuses a repeated key, or with ``sequence_by``
+        # keeps the key's latest row.
+        return strategy == "upsert" or self.options.get("deduplicated", True) is not False
+
+    @property
     def rebuilds(self) -> bool:
         """Whether the load rebuilds the tables from this package alone (replace, refresh)."""
         return self.disposition == "replace" or self.refresh

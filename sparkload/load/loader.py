@@ -287,6 +287,8 @@ class Loader:
             fixed=FixedFrames(self.spark, self.package.fixed_folder),
             creates=self.creates,
             refresh=refresh,
+            # Normalize counted the distinct keys where the strategy asks for duplicates
+            # (LoadHints.merge_asks_for_duplicate_keys); no count reads as "maybe".
             has_duplicates=bool(config.primary_key)
             and root_info is not None
             and (root_info.distinct_keys is None or root_info.distinct_keys < root_info.rows),

@@ -338,8 +338,10 @@ class TableNormalizer:
         keys: tuple[str, ...] = ()
         if is_root and self.hints.disposition == "merge":
             keys = self.hints.primary_key
+        # The distinct keys are counted only where the merge asks for them (a query of its own).
+        counted = keys if is_root and self.hints.merge_asks_for_duplicate_keys else ()
         specs, rows, distinct_keys = infer_columns(
-            staged, name, leaves, hints, self.destination_schema(name), required=keys
+            staged, name, leaves, hints, self.destination_schema(name), required=keys, distinct=counted
         )
         declared = {spec.name for spec in specs}
         missing = [key for key in keys if key not in declared]
