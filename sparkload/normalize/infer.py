@@ -182,8 +182,8 @@ def profile(
     strings: list[int] = []
     start = 0
     # Where this process holds the rows' summary, the first pass is read from it (fit tests
-    # and distinct keys are the engine's to count).
-    summarized = staged.summary is not None and not fit_tests and not counted_keys
+    # are the engine's to count; distinct keys are counted apart, see ``_distinct_keys``).
+    summarized = staged.summary is not None and not fit_tests
     if staged.summary is not None and summarized:
         strings = _summarized(stats, staged.summary, leaves, bounded)
     for part in () if summarized else slices(names):
