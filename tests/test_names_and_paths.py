@@ -147,7 +147,14 @@ def test_a_pipelines_dir_with_any_character_extracts_and_loads(make_pipeline: An
     assert user_columns(spark_rows(pipeline, "rows")) == [{"id": 1}]
     assert user_columns(spark_rows(pipeline, "arrow_rows")) == [{"id": 2}]
     working_dir = sorted(os.listdir(odd / "p"))
-    assert working_dir == ["loaded", "packages", "pipeline.json", "state.json", "trace.json"]
+    assert working_dir == [
+        "loaded",
+        "packages",
+        "pipeline.json",
+        "state.json",
+        "state_commit.json",
+        "trace.json",
+    ]
 
 
 def test_pipeline_table_takes_the_name_as_given_or_a_nested_tables_path(pipeline: sl.Pipeline) -> None:
