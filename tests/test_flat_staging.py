@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 import sparkload as sl
 from sparkload.common.system_columns import ID, LOAD_ID
-from sparkload.normalize import flat_json
+from sparkload.normalize import flat_json, normalizer
 from sparkload.normalize.flat_json import arrow_schema, write_flat_json
 from sparkload.normalize.infer import infer_columns
 from sparkload.normalize.slices import StagedTable
@@ -88,6 +88,31 @@ def _normalized_files(pipeline: sl.Pipeline, table: str) -> list[Path]:
     return sorted(packages.glob(f"*/*/normalized/{table}/*.parquet"))
 
 
+@pytest.fixture
+def arrow_for_narrow_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arrow's path for tables of any width: the tests' tables are narrow, and the path is
+    taken from ``normalizer.ARROW_MIN_COLUMNS`` columns on (the engine's is faster below)."""
+    monkeypatch.setattr(normalizer, "ARROW_MIN_COLUMNS", 1)
+
+
+def test_a_narrow_flat_table_is_normalized_by_the_engine(pipeline: sl.Pipeline) -> None:
+    pipeline.extract(sl.resource([{"id": n, "name": f"n{n}"} for n in range(50)], name="narrow"))
+    pipeline.normalize()
+    files = _normalized_files(pipeline, "narrow")
+    assert files
+    assert not any(pq.ParquetFile(f).metadata.created_by.startswith("parquet-cpp-arrow") for f in files)
+
+
+def test_a_wide_flat_table_is_normalized_by_arrow(pipeline: sl.Pipeline) -> None:
+    row = {"id": 1, **{f"c{n}": n for n in range(normalizer.ARROW_MIN_COLUMNS)}}
+    pipeline.extract(sl.resource([row], name="wide"))
+    pipeline.normalize()
+    files = _normalized_files(pipeline, "wide")
+    assert files
+    assert all(pq.ParquetFile(f).metadata.created_by.startswith("parquet-cpp-arrow") for f in files)
+
+
+@pytest.mark.usefixtures("arrow_for_narrow_tables")
 def test_a_flat_table_is_normalized_by_arrow_with_its_ids(pipeline: sl.Pipeline) -> None:
     rows = [{"id": n, "name": f"n{n}", "score": n / 4, "ok": n % 2 == 0} for n in range(50)]
     pipeline.extract(sl.resource(rows, name="flat"))
@@ -106,6 +131,7 @@ def test_a_flat_table_is_normalized_by_arrow_with_its_ids(pipeline: sl.Pipeline)
     assert sorted(user_columns(delta_rows(pipeline, "flat")), key=lambda r: r["id"]) == rows
 
 
+@pytest.mark.usefixtures("arrow_for_narrow_tables")
 def test_tricky_values_load_alike_flat_and_through_the_engine(make_pipeline: Any) -> None:
     flat = make_pipeline()
     flat.extract(sl.resource(_tricky_rows(), name="tricky"))
