@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from sparkload import current, destinations, exceptions, sources
+from sparkload.common.state_record import PipelineState
 from sparkload.config import config, secrets
 from sparkload.exceptions import (
     ConfigFieldMissingError,
@@ -116,6 +117,7 @@ __all__ = [
     "OvertakenPackageError",
     "PaginatorLoopError",
     "Pipeline",
+    "PipelineState",
     "Plan",
     "PipelineLockedError",
     "PipelineStepFailed",
