@@ -67,7 +67,7 @@ from sparkload.normalize.expectations import apply_expectations
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.manifest import NormalizeManifest
 from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
-from sparkload.pipeline import load_packages, pipeline_file, resource_tables, restatement, schedule
+from sparkload.pipeline import lineage, load_packages, pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.dataset_reader import ReadableDataset
@@ -151,6 +151,7 @@ def _traced(call: str) -> Callable[[_Method], _Method]:
             trace = self._next_trace(call)
             self._running_trace = self._last_trace = trace
             self._save_trace(trace)
+            run_lineage = lineage.started(self, call, args, kwargs)
             try:
                 result = method(self, *args, **kwargs)
             except BaseException as exc:
@@ -162,6 +163,7 @@ def _traced(call: str) -> Callable[[_Method], _Method]:
             finally:
                 self._running_trace = None
                 self._save_trace(trace)
+                lineage.finished(run_lineage, trace)
 
         return cast(_Method, traced)
 

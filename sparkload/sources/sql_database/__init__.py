@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec
 
 from sparkload.common import context
+from sparkload.common.origin import Origin, mark_origin
 from sparkload.config import secrets
 from sparkload.config.injection import bind_config
 from sparkload.exceptions import ResourceError
@@ -301,7 +302,28 @@ def _table_resource(
     made: Resource = make_resource(_read_table, name=read.name, write_disposition=write_disposition, **hints)(
         table_read=read, incremental=incremental, deferred_hints=defer_table_reflect
     )
+    mark_origin(made, table_origin(read.engine.url, read.schema, read.name))
     return made
+
+
+# SQLAlchemy's backend names that OpenLineage's naming conventions spell otherwise.
+_OPENLINEAGE_SCHEMES = {"postgresql": "postgres", "mssql": "sqlserver"}
+
+
+def table_origin(url: Any, schema: str | None, table: str) -> Origin:
+    """The table as OpenLineage names a database's table: namespace ``scheme://host:port``
+    (no user, password or query), name ``database.schema.table``. A database without a server
+    (a SQLite file) is its file: namespace ``sqlite://<path>``, name ``schema.table`` (SQLite's
+    own schema is ``main``)."""
+    backend = url.get_backend_name()
+    scheme = _OPENLINEAGE_SCHEMES.get(backend, backend)
+    if url.host:
+        port = f":{url.port}" if url.port else ""
+        parts = [url.database, schema, table]
+        return Origin(f"{scheme}://{url.host}{port}", ".".join(part for part in parts if part))
+    # A file given as an SQLite URI (``file:<path>?...``, with ``uri=true``) is its path.
+    path = (url.database or "").removeprefix("file:").split("?", 1)[0]
+    return Origin(f"{scheme}://{path}", f"{schema or 'main'}.{table}")
 
 
 def _read_table(
