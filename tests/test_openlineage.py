@@ -206,6 +206,48 @@ def test_a_database_server_is_named_by_host_and_port_without_credentials() -> No
     assert (origin.namespace, origin.name) == ("postgres://db.example.com:5433", "shop.sales.orders")
 
 
+def test_a_rest_api_endpoint_and_a_folder_of_files_are_inputs_without_the_token(
+    make_pipeline: Any, events_file: Path, tmp_path: Path
+) -> None:
+    from http_api import FakeAPI
+
+    from sparkload.sources.filesystem import readers
+    from sparkload.sources.rest_api import rest_api_source
+
+    folder = tmp_path / "drops"
+    folder.mkdir()
+    (folder / "a.csv").write_text("id,name\n1,ann\n2,bob\n")
+    with FakeAPI() as api:
+        api.route("/v1/items", lambda request: (200, {}, [{"id": 1}, {"id": 2}]))
+        config = {
+            "client": {"base_url": f"{api.url}/v1/", "auth": {"type": "bearer", "token": PASSWORD}},
+            "resources": [{"name": "items", "endpoint": {"path": "items", "paginator": "single_page"}}],
+        }
+        pipeline = make_pipeline("lineage_inputs")
+        pipeline.run([*rest_api_source(config).selected_resources.values(), readers(str(folder)).read_csv()])
+
+    assert PASSWORD not in events_file.read_text()
+    start, complete = read_events(events_file)
+    host = api.url.removeprefix("http://")
+    expected = [(f"http://{host}", "v1/items"), ("file", str(folder.resolve()))]
+    assert [(i["namespace"], i["name"]) for i in start["inputs"]] == expected
+    assert complete["inputs"] == start["inputs"]
+    assert {o["name"].rsplit("/", 1)[-1] for o in complete["outputs"]} == {"items", "read_csv"}
+
+
+def test_bucket_and_api_locations_are_named_without_credentials_or_query() -> None:
+    from sparkload.common.origin import endpoint_origin, location_origin
+
+    bucket = location_origin(f"s3://AKIA:{PASSWORD}@lake-bucket/shop/orders?versionId=3")
+    assert (bucket.namespace, bucket.name) == ("s3://lake-bucket", "shop/orders")
+    local = location_origin("file:///data/lake/shop/orders/")
+    assert (local.namespace, local.name) == ("file", "/data/lake/shop/orders")
+    endpoint = endpoint_origin(f"https://bot:{PASSWORD}@api.example.com:8443/v2/", f"orders?key={PASSWORD}")
+    assert (endpoint.namespace, endpoint.name) == ("https://api.example.com:8443", "v2/orders")
+    elsewhere = endpoint_origin("https://api.example.com/v2", "https://files.example.com/exports/day")
+    assert (elsewhere.namespace, elsewhere.name) == ("https://files.example.com", "exports/day")
+
+
 # -- (d) lineage not configured -----------------------------------------------------------------
 def test_without_lineage_configured_no_event_is_sent_and_no_openlineage_module_imported(
     tmp_path: Path,

@@ -12,6 +12,7 @@ An origin never holds a secret: ``without_credentials`` takes user, password and
 from __future__ import annotations
 
 import dataclasses
+import os
 import urllib.parse
 
 # The attribute the mark is kept in: a resource's copies (``copy.copy``) keep it.
@@ -55,6 +56,14 @@ def location_origin(uri: str) -> Origin:
     parts = urllib.parse.urlsplit(uri)
     if parts.scheme in ("", "file") or len(parts.scheme) == 1:  # a Windows drive letter too
         path = parts.path if parts.scheme == "file" else uri
-        return Origin("file", path.rstrip("/") or "/")
+        return Origin("file", os.path.abspath(path).rstrip("/") or "/")
     bare = urllib.parse.urlsplit(without_credentials(uri))
     return Origin(f"{bare.scheme}://{bare.netloc}", bare.path.strip("/"))
+
+
+def endpoint_origin(base_url: str, path: str) -> Origin:
+    """An HTTP endpoint: namespace ``scheme://host[:port]`` of the URL it is requested at,
+    name its path (``v1/orders``; placeholders as written), with no credentials or query.
+    ``path`` may be a whole URL of its own, which then stands instead of ``base_url``."""
+    url = path if urllib.parse.urlsplit(path).scheme else f"{base_url.rstrip('/')}/{path.lstrip('/')}"
+    return location_origin(url)

@@ -54,6 +54,7 @@ NAMESPACE_KEY = "runtime.openlineage_namespace"
 DEFAULT_NAMESPACE = "sparkload"
 PRODUCER = "https://pypi.org/project/sparkload/"
 INSTALL_HINT = 'pip install "sparkload[openlineage]"'
+CLOSE_TIMEOUT = 10.0  # seconds a transport may take to send what it still holds
 # The files the OpenLineage client reads its configuration from besides OPENLINEAGE_CONFIG
 # (``OpenLineageClient._find_yaml_config_path``).
 _CONFIG_FILES = ("openlineage.yml", "~/.openlineage/openlineage.yml")
@@ -108,7 +109,9 @@ class RunLineage:
             outputs = list(_outputs(self.pipeline, trace))
         except Exception as exc:
             # The event still says how the call ended, without the tables it could not read.
-            _warn(self.pipeline, "outputs of the", exc)
+            _warn(
+                self.pipeline, "the OpenLineage event names no outputs, their tables could not be read", exc
+            )
             outputs = []
         self._emit("FAIL" if trace.error is not None else "COMPLETE", outputs, trace)
 
@@ -161,13 +164,13 @@ def started(
         data = kwargs.get("data", args[0] if args else None)
         run_lineage = RunLineage(pipeline, call, _unique(_origins(data)))
     except Exception as exc:
-        _warn(pipeline, "START", exc)
+        _warn(pipeline, "the OpenLineage START event was not sent", exc)
         return None
     try:
         run_lineage.start()
     except Exception as exc:
         # The call's end is still sent: a transport that failed once may not fail again.
-        _warn(pipeline, "START", exc)
+        _warn(pipeline, "the OpenLineage START event was not sent", exc)
     return run_lineage
 
 
@@ -178,17 +181,17 @@ def finished(lineage: RunLineage | None, trace: PipelineTrace) -> None:
     try:
         lineage.finish(trace)
     except Exception as exc:
-        _warn(lineage.pipeline, "COMPLETE/FAIL", exc)
+        _warn(lineage.pipeline, "the OpenLineage COMPLETE/FAIL event was not sent", exc)
+    try:
+        # A transport that sends in the background (async HTTP, Kafka) sends what it holds
+        # now, within a bound: the process may end with the call.
+        lineage.client.close(CLOSE_TIMEOUT)
+    except Exception as exc:
+        _warn(lineage.pipeline, "the OpenLineage transport did not close", exc)
 
 
 def _warn(pipeline: Pipeline, what: str, error: Exception) -> None:
-    logger.warning(
-        "pipeline '%s': the OpenLineage %s event was not sent: %s: %s",
-        pipeline.pipeline_name,
-        what,
-        type(error).__name__,
-        error,
-    )
+    logger.warning("pipeline '%s': %s: %s: %s", pipeline.pipeline_name, what, type(error).__name__, error)
 
 
 # -- what the events name -------------------------------------------------------------------

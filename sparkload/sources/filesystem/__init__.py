@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from sparkload.common.origin import location_origin, mark_origin
 from sparkload.extract.decorators import resource, source
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
@@ -69,6 +70,7 @@ def filesystem(
             yield page
 
     made: Resource = resource(pages, name="filesystem", primary_key="file_url")
+    mark_origin(made, location_origin(bucket_url))
     return made
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkload.common.origin import endpoint_origin, mark_origin
 from sparkload.exceptions import ConfigValueError
 from sparkload.extract.decorators import resource as make_resource
 from sparkload.extract.decorators import transformer as make_transformer
@@ -243,6 +244,7 @@ def _resource(
             include_from_parent=list(config.get("include_from_parent") or []),
             incremental_object=incremental,
         )
+    mark_origin(made, endpoint_origin(client_config["base_url"], ep["path"]))
     for step in config.get("processing_steps") or []:
         for kind in ("filter", "map", "yield_map"):
             if kind in step:
