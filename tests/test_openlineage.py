@@ -156,6 +156,32 @@ def test_extract_normalize_and_load_called_alone_are_runs_of_their_own_jobs(
     assert [len(e["outputs"]) for e in events] == [0, 0, 0, 0, 0, 1]
 
 
+def test_openlineage_url_sends_the_events_to_a_lineage_server_over_http(
+    make_pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client's HTTP transport, configured by OPENLINEAGE_URL alone, to a real server on
+    127.0.0.1 (Marquez's endpoint)."""
+    from http_api import FakeAPI
+
+    for name in [name for name in os.environ if name.startswith("OPENLINEAGE")]:
+        monkeypatch.delenv(name)
+    with FakeAPI() as server:
+        server.route("/api/v1/lineage", lambda request: (201, {}, {}))
+        monkeypatch.setenv("OPENLINEAGE_URL", server.url)
+        monkeypatch.setenv("OPENLINEAGE_API_KEY", PASSWORD)
+        make_pipeline("lineage_http").run(customers())
+        received = server.asked("/api/v1/lineage")
+
+    assert [r.method for r in received] == ["POST", "POST"]
+    assert {r.headers["Authorization"] for r in received} == {f"Bearer {PASSWORD}"}
+    events = [json.loads(r.raw_body) for r in received]
+    for event in events:
+        validate(event)
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+    assert events[0]["job"] == events[1]["job"] and events[0]["job"]["namespace"] == "sparkload"
+    assert PASSWORD not in b"".join(r.raw_body for r in received).decode()
+
+
 # -- (b) a failing run --------------------------------------------------------------------------
 def test_a_failing_run_sends_start_and_fail_with_the_error_message(
     make_pipeline: Any, events_file: Path
