@@ -145,3 +145,39 @@ def test_a_run_with_nothing_to_do_still_runs(tmp_path: Path) -> None:
 
     assert result.returncode == 0, result.stderr
     assert "loaded []" in result.stdout, result.stdout
+
+
+_RUN_THEN_EXIT = """
+    import atexit, gc
+
+    # Registered first, so it runs after every other handler, sparkload's too.
+    atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))
+
+    import sparkload as sl
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+        def __del__(self):
+            print("garbage finalized")
+
+    pipeline = sl.pipeline(
+        "start", destination=sl.destinations.delta("lake"), pipelines_dir="pipelines",
+        dataset_name="ds", progress=None,
+    )
+    pipeline.run([{"id": 1}], table_name="t")
+    gc.disable()  # so that only the exit's own collection can find it
+    Cycle()
+"""
+
+
+def test_after_a_run_the_exit_freezes_what_is_left_rather_than_collect_it_again(tmp_path: Path) -> None:
+    """The interpreter's finalization repeats full collections over every object PySpark's
+    client loaded; sparkload collects once at exit and freezes the rest. Garbage left at
+    exit is still finalized, by that one collection."""
+    result = _run_script(_RUN_THEN_EXIT, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines == ["garbage finalized", "frozen at exit: True"], result.stdout
