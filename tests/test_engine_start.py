@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import deltalake
+
 import sparkload as sl
 
 _CHECKOUT = Path(sl.__file__).resolve().parent.parent
@@ -78,3 +80,104 @@ def test_an_engine_that_cannot_start_fails_the_run_with_the_error_it_always_rais
         "or SPARKLOAD_SPARK_MASTER; see docs/engines.md)."
     ], result.stdout
     assert "started embedded Sail" not in result.stdout
+
+
+_OBSERVING_RUN = """
+    import os
+    import sparkload as sl
+    from sparkload.engine import embedded
+
+    seen = []
+
+    @sl.source
+    def numbers():
+        # The source's own code is the extract's first: by now the run has begun the
+        # engine's start, and has not waited for it (the engine's check of the destination,
+        # its first use, makes the dataset's folder).
+        seen.append((embedded.is_starting_or_started(), os.path.exists("lake/ds")))
+
+        @sl.resource
+        def rows():
+            yield {"id": 1}
+
+        return rows
+
+    pipeline = sl.pipeline(
+        "start", destination=sl.destinations.delta("lake"), pipelines_dir="pipelines",
+        dataset_name="ds", progress=None,
+    )
+    assert not embedded.is_starting_or_started()
+    print("returned", pipeline.{step}(numbers))
+    print("engine starting or started:", seen[0][0], "destination touched:", seen[0][1])
+"""
+
+
+def test_the_engine_starts_as_a_run_begins_and_the_extract_runs_meanwhile(tmp_path: Path) -> None:
+    result = _run_script(_OBSERVING_RUN.replace("{step}", "run"), tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "engine starting or started: True destination touched: False" in result.stdout, result.stdout
+    loaded = deltalake.DeltaTable(str(tmp_path / "lake" / "ds" / "rows")).to_pyarrow_table()
+    assert loaded.column("id").to_pylist() == [1]
+
+
+def test_the_engine_starts_as_an_extract_begins_and_the_extract_runs_meanwhile(tmp_path: Path) -> None:
+    result = _run_script(_OBSERVING_RUN.replace("{step}", "extract"), tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "engine starting or started: True destination touched: False" in result.stdout, result.stdout
+
+
+_NOTHING_TO_RUN = """
+    import sparkload as sl
+
+    pipeline = sl.pipeline(
+        "start", destination=sl.destinations.delta("lake"), pipelines_dir="pipelines",
+        dataset_name="ds", progress=None,
+    )
+    info = pipeline.run()
+    print("loaded", info.loads_ids)
+"""
+
+
+def test_a_run_with_nothing_to_do_still_runs(tmp_path: Path) -> None:
+    result = _run_script(_NOTHING_TO_RUN, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "loaded []" in result.stdout, result.stdout
+
+
+_RUN_THEN_EXIT = """
+    import atexit, gc
+
+    # Registered first, so it runs after every other handler, sparkload's too.
+    atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))
+
+    import sparkload as sl
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+        def __del__(self):
+            print("garbage finalized")
+
+    pipeline = sl.pipeline(
+        "start", destination=sl.destinations.delta("lake"), pipelines_dir="pipelines",
+        dataset_name="ds", progress=None,
+    )
+    pipeline.run([{"id": 1}], table_name="t")
+    gc.disable()  # so that only the exit's own collection can find it
+    Cycle()
+"""
+
+
+def test_after_a_run_the_exit_freezes_what_is_left_rather_than_collect_it_again(tmp_path: Path) -> None:
+    """The interpreter's finalization repeats full collections over every object PySpark's
+    client loaded; sparkload collects once at exit and freezes the rest. Garbage left at
+    exit is still finalized, by that one collection."""
+    result = _run_script(_RUN_THEN_EXIT, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines == ["garbage finalized", "frozen at exit: True"], result.stdout

@@ -68,6 +68,12 @@ def start_in_background() -> None:
         _starting.start()
 
 
+def is_starting_or_started() -> bool:
+    """Whether the server's start is under way in the background, or the server runs.
+    Read without the lock, which the start holds until the server listens."""
+    return _starting is not None or _remote_url is not None
+
+
 def _start_for_later() -> None:
     global _starting
     try:

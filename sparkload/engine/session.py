@@ -9,7 +9,10 @@ in config.toml, then the active SparkSession (a Databricks notebook's ``spark``,
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib.util
+import logging
 import os
 import sys
 import threading
@@ -20,6 +23,8 @@ from sparkload.engine import connect, jvm, jvm_cluster
 from sparkload.engine.embedded import embedded_remote_url, start_in_background
 from sparkload.engine.settings import SESSION_CONF
 from sparkload.exceptions import EngineError
+
+logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 # Sessions sparkload made, by URL. PySpark's getOrCreate() would hand back whatever session
@@ -32,6 +37,55 @@ def resolve_spark(spark: Any = None) -> Any:
     if spark is not None and not isinstance(spark, str):
         return spark
     _let_pyspark_connect_from_inline_code()
+    url = _configured_url(spark)
+    if url:
+        return session_for(url)
+    if _embedded_engine_chosen(url):
+        # Its server starts while PySpark's Connect client is imported below (embedded.py).
+        start_in_background()
+    active = _active_session()
+    if active is not None:
+        return active
+    return session_for(embedded_remote_url())
+
+
+def start_engine_early(spark: Any = None) -> None:
+    """Begin starting the engine ``resolve_spark(spark)`` will return, when that is the
+    embedded one: its server and the import of PySpark's Connect client each in a thread of
+    their own, so that a run's extract and the engine's start overlap. Nothing is raised
+    here: a start that failed is made again, and fails, where the engine is resolved."""
+    if spark is not None and not isinstance(spark, str):
+        return
+    if not _embedded_engine_chosen(_configured_url(spark)):
+        return
+    _let_pyspark_connect_from_inline_code()
+    start_in_background()
+    global _client_import
+    with _lock:
+        if _client_import is None and "pyspark.sql.connect.session" not in sys.modules:
+            _client_import = threading.Thread(
+                target=_import_connect_client, name="sparkload-client-import", daemon=True
+            )
+            _client_import.start()
+
+
+# The thread importing PySpark's Connect client ahead of the first session (once a process).
+_client_import: threading.Thread | None = None
+
+
+def _import_connect_client() -> None:
+    """Import what ``connect.connect`` imports, so the engine's resolution finds it loaded."""
+    try:
+        import grpc  # noqa: F401
+        import pyspark.sql.connect.client  # noqa: F401
+        import pyspark.sql.connect.session  # noqa: F401
+    except Exception:
+        # Not lost: the engine's resolution imports these again and raises what fails.
+        logger.debug("PySpark's Connect client was not imported in the background", exc_info=True)
+
+
+def _configured_url(spark: str | None) -> str | None:
+    """The engine URL the run was given: ``spark=``, the environment, then config.toml."""
     url = (
         spark
         or os.environ.get("SPARKLOAD_SPARK_REMOTE")
@@ -39,16 +93,22 @@ def resolve_spark(spark: Any = None) -> Any:
         or get_config_value("engine.remote")
         or get_config_value("engine.master")
     )
-    if url:
-        return session_for(str(url))
-    if not _user_session_imported():
-        # No session of the user's can exist, so the embedded engine it is: its server
-        # starts while PySpark's Connect client is imported below (embedded.py).
-        start_in_background()
-    active = _active_session()
-    if active is not None:
-        return active
-    return session_for(embedded_remote_url())
+    return str(url) if url else None
+
+
+def _embedded_engine_chosen(url: str | None) -> bool:
+    """Whether the engine will be the embedded one: no URL configured and no session of the
+    user's can exist (``_active_session`` would find none)."""
+    return not url and not _user_session_imported()
+
+
+def makes_own_session(spark: Any = None) -> bool:
+    """Whether ``resolve_spark(spark)`` returns a session sparkload makes, told without
+    resolving it (so without starting the engine); False where only that can tell."""
+    if spark is not None and not isinstance(spark, str):
+        return is_own_session(spark)
+    url = _configured_url(spark)
+    return bool(url) or _embedded_engine_chosen(url)
 
 
 def session_for(url: str) -> Any:
@@ -68,7 +128,31 @@ def session_for(url: str) -> Any:
                     f"master URL (local[2], spark://host:7077, yarn), got {connect.redact_url(url)}"
                 )
             _sessions[url] = session
+            _collect_once_at_exit()
         return session
+
+
+_exit_hook_registered = False
+
+
+def _collect_once_at_exit() -> None:
+    """Register, once a process, ``_freeze_before_finalization`` to run at exit."""
+    global _exit_hook_registered
+    if not _exit_hook_registered:
+        atexit.register(_freeze_before_finalization)
+        _exit_hook_registered = True
+
+
+def _freeze_before_finalization() -> None:
+    """Collect the garbage once, then freeze what is left, so the interpreter's finalization
+    does not traverse it again. A process with PySpark's client loaded (pandas, pyarrow,
+    numpy, gRPC, protobuf: some 110,000 objects the collector tracks) spent most of its
+    exit in the full collections the finalization repeats while it clears the modules:
+    1.0-3 s on a loaded machine, 0.3-0.6 s with this, its one collection included
+    (docs/performance.md). Garbage that exists now is finalized here, while every module is
+    still whole; what the finalization frees is freed as before, by reference counts."""
+    gc.collect()
+    gc.freeze()
 
 
 def is_own_session(spark: Any) -> bool:

@@ -42,7 +42,7 @@ from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
 from sparkload.engine.jvm_cluster import follow_s3_settings
 from sparkload.engine.object_store import refuse_unsafe_jvm_commits
-from sparkload.engine.session import is_own_session
+from sparkload.engine.session import is_own_session, makes_own_session, start_engine_early
 from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import (
     DamagedFileError,
@@ -126,16 +126,23 @@ def _new_load_id() -> str:
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def _locked(method: _Method) -> _Method:
-    """Run ``method`` holding the pipeline's run lock (one run of a pipeline at a time)."""
+def _locked(method: _Method, *, engine_first: bool = True) -> _Method:
+    """Run ``method`` holding the pipeline's run lock (one run of a pipeline at a time);
+    the engine is ready before it begins, unless ``engine_first`` is False."""
 
     @functools.wraps(method)
     def locked(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
         apply_log_level()  # as set now: a notebook may have changed it since the last run
-        with self._lock.held(), self._session_scope():
+        with self._lock.held(), self._session_scope(wait_for_engine=engine_first):
             return method(self, *args, **kwargs)
 
     return cast(_Method, locked)
+
+
+def _locked_engine_later(method: _Method) -> _Method:
+    """``_locked`` for a method that starts the engine as it begins and waits for it, outside
+    its steps, only where it first needs it (run() and extract())."""
+    return _locked(method, engine_first=False)
 
 
 def _traced(call: str) -> Callable[[_Method], _Method]:
@@ -290,9 +297,12 @@ class Pipeline:
             self._spark = spark
         return self._spark
 
-    def _session_scope(self) -> contextlib.AbstractContextManager[None]:
+    def _session_scope(self, wait_for_engine: bool = True) -> contextlib.AbstractContextManager[None]:
         """The settings sparkload's statements need, on a session that is the user's only
-        for this call (sparkload's own sessions keep them)."""
+        for this call (sparkload's own sessions keep them). Without ``wait_for_engine``, a
+        session sparkload will make is told without starting the engine."""
+        if not wait_for_engine and self._spark is None and makes_own_session(self._spark_arg):
+            return contextlib.nullcontext()
         if is_own_session(self.spark):
             return contextlib.nullcontext()
         return session_settings(self.spark, SESSION_CONF)
@@ -455,7 +465,7 @@ class Pipeline:
         return SqlClient(self.dataset())
 
     # -- the steps ----------------------------------------------------------------------------
-    @_locked
+    @_locked_engine_later
     @_traced("run")
     def run(
         self,
@@ -485,6 +495,8 @@ class Pipeline:
         ``pipeline/drop.py``).
         """
         refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.RUN)
+        if data is not None:  # the embedded engine starts while the extract runs
+            start_engine_early(self._spark_arg)
         self._discard_planned()
         info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
         if self.has_pending_data:
@@ -559,7 +571,7 @@ class Pipeline:
         run_args = dict(args.hints, data=data, table_name=table_name, restate=restate, start=start, end=end)
         return make_plan(self, scheduled, run_args, clock, normalized, extracted)
 
-    @_locked
+    @_locked_engine_later
     @_traced("extract")
     def extract(
         self,
@@ -574,6 +586,7 @@ class Pipeline:
         resource has to load); returns the last load id, or None when nothing was due.
         ``refresh``: as ``run()``'s, dropped by the load of the first package."""
         refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.EXTRACT)
+        start_engine_early(self._spark_arg)  # as run()'s
         args = RunArguments(table_name, hints, execution_time)
         scheduled = self._schedule(data, args, refresh=refresh)
         load_id = None
@@ -600,6 +613,10 @@ class Pipeline:
             jobs = extract_jobs(data, self.pipeline_name, args.table_name, args.hints)
             schedule.refuse_time_ranges_without_intervals(jobs)
             schedule.refuse_bad_hint_combinations(jobs)
+        # The engine, started as the run began, is waited for here, outside the step: one
+        # that could not start fails the run with its own error, as it always did.
+        self.spark  # noqa: B018
+        with pipeline_step("extract", None, trace=self._trace(), timed=False):
             counted_from = self._extract_base()
             restated = None
             # The run's own range: a restatement gives each restated resource its range instead.
