@@ -18,6 +18,7 @@ import pytest
 from conftest import user_columns
 
 import sparkload as sl
+from sparkload.common.system_columns import LOAD_ID
 from sparkload.pipeline.state import STATE_TABLE
 
 if TYPE_CHECKING:
@@ -133,3 +134,47 @@ def test_a_state_another_machine_committed_is_read(s3_bucket: S3Bucket, tmp_path
     here_again.run(numbered(7))
     assert here_again._destination_state.engine_reads >= 1
     assert bucket_rows(s3_bucket, here_again, "numbered") == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_already_committed_reads_each_newest_commit_once(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    """ "Did this load commit?" asks the newest commits' tags, then (Sail's MERGE commits
+    carry none) the statistics of the files they added: one listing of the log and one read
+    of each commit file answer both."""
+    pipeline = bucket_pipeline(s3_bucket, tmp_path)
+    for n in range(3):
+        pipeline.run(
+            [{"id": n, "name": "a"}], table_name="items", write_disposition="merge", primary_key="id"
+        )
+    table = pipeline.destination_dataset.table("items")
+    versions = table.version()
+    assert versions is not None
+
+    requests = Requests(s3_bucket)
+    recent = table.recent_commits()
+    tags = list(recent.tags())
+    assert recent.holds_value(LOAD_ID, "9" * 20) is False  # newer than every load: in no file
+    assert recent.holds_value(LOAD_ID, pipeline.last_trace.last_load_info.loads_ids[-1]) is True
+    commit_files = re.compile(r"/items/_delta_log/\d{20}\.json$")
+    read = [path for method, path in requests.since() if method == "GET" and commit_files.search(path)]
+    listings = [path for method, path in requests.since() if "list-type=2" in path]
+    assert len(tags) == versions + 1
+    assert len(read) == len(set(read)) == versions + 1
+    assert len(listings) == 1
+
+
+def test_a_merge_load_lists_its_create_records_once(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    """Whether the load set out to create a table is recorded in its package (``Creates``):
+    the folder is listed once per load, not asked once per table."""
+    pipeline = bucket_pipeline(s3_bucket, tmp_path)
+    rows = [{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": ["c"]}]
+    pipeline.run(rows, table_name="items", write_disposition="merge", primary_key="id")
+
+    requests = Requests(s3_bucket)
+    rows = [{"id": 2, "tags": ["d"]}, {"id": 3, "tags": ["e"]}]
+    pipeline.run(rows, table_name="items", write_disposition="merge", primary_key="id")
+    creates = [(method, path) for method, path in requests.since() if "creates" in path]
+    assert len(creates) == 1 and "list-type=2" in creates[0][1]  # one listing, for both tables
+    found = deltalake.DeltaTable(
+        f"{pipeline.dataset_uri}/items__tags", storage_options=s3_bucket.server.storage_options()
+    )
+    assert sorted(row["value"] for row in found.to_pyarrow_table().to_pylist()) == ["a", "b", "d", "e"]

@@ -21,6 +21,7 @@ resumed, and withdraws and merges again (both are idempotent).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 
 from pyspark.sql import DataFrame
@@ -36,16 +37,29 @@ logger = logging.getLogger(__name__)
 
 
 class Creates:
-    """The tables a load set out to create, an empty file each in its package."""
+    """The tables a load set out to create, an empty file each in its package.
+
+    Only the run that claimed the package writes in it, so the folder is listed once, on
+    the first question (what an earlier attempt of the load recorded), and this load's own
+    records are added as it makes them: in a bucket, a question per table would cost a
+    request or two each (a HEAD, and a listing where the file is not there)."""
 
     def __init__(self, folder: Folder) -> None:
         self.folder = folder
+        self._lock = threading.Lock()  # the tables' commits run side by side
+        self._names: set[str] | None = None
 
     def record(self, table: str) -> None:
         self.folder.write(table, b"")
+        with self._lock:
+            if self._names is not None:
+                self._names.add(table)
 
     def recorded(self, table: str) -> bool:
-        return self.folder.exists(table)
+        with self._lock:
+            if self._names is None:
+                self._names = set(self.folder.file_sizes(""))  # none when no folder
+            return table in self._names
 
 
 def create_or_merge(

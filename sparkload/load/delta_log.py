@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -71,7 +71,11 @@ def _actions(uri: str, version: int) -> Iterator[dict[str, Any]]:
 
 
 def commit_info(uri: str, version: int) -> dict[str, Any]:
-    for action in _actions(uri, version):
+    return _commit_info(_actions(uri, version))
+
+
+def _commit_info(actions: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    for action in actions:
         if "commitInfo" in action:
             return dict(action["commitInfo"])
     return {}
@@ -101,8 +105,7 @@ def _file_uri(uri: str, path: str) -> str:
 def commit_tags(uri: str, newest: int) -> Iterator[tuple[int, str | None]]:
     """(version, userMetadata) of the last ``newest`` commits, newest first; each commit
     file is read only when the caller asks for it."""
-    for version in reversed(commit_versions(uri)[-newest:]):
-        yield version, commit_info(uri, version).get("userMetadata")
+    return LogTail(uri, newest).tags()
 
 
 # Delta keeps string statistics to a prefix of this many characters; a longer value's
@@ -111,31 +114,75 @@ _EXACT_STRING_STATISTICS = 32
 
 
 def holds_value(uri: str, column: str, value: str, newest: int) -> bool | None:
-    """Whether a row of the table has ``value`` in the string column ``column``, as the
-    statistics of the files its ``newest`` newest commits added tell, for a value only one
-    writer ever writes (a load id): True when an added file has it as its smallest or
-    largest value of ``column``; False when those commits are all the table's commits and
-    no added file holds a value of ``column`` at or above it (a file that has the value has
-    it as its largest value or below); None when the statistics cannot tell (a file without
-    them, or whose range spans the value, or an older commit not read)."""
-    versions = commit_versions(uri)
-    undecided = not versions or versions[0] != 0 or len(versions) > newest
-    for version in reversed(versions[-newest:]):
-        for action in _actions(uri, version):
-            added = action.get("add")
-            if not added:
-                continue
-            stats = orjson.loads(added.get("stats") or "{}")
-            if stats.get("numRecords") == 0:
-                continue
-            low = (stats.get("minValues") or {}).get(column)
-            high = (stats.get("maxValues") or {}).get(column)
-            if value in (low, high):
-                return True
-            exact = isinstance(high, str) and len(high) < _EXACT_STRING_STATISTICS
-            if not exact or str(high).encode() >= value.encode():
-                undecided = True
-    return None if undecided else False
+    """``LogTail.holds_value`` of the table's ``newest`` newest commits."""
+    return LogTail(uri, newest).holds_value(column, value)
+
+
+class RecentCommits:
+    """A table's newest commits as its history tells them: their tags, and nothing of the
+    rows they added (``holds_value`` cannot tell)."""
+
+    def __init__(self, tags: Iterable[tuple[int, str | None]]) -> None:
+        self._tags = tags
+
+    def tags(self) -> Iterator[tuple[int, str | None]]:
+        """(version, userMetadata) of the newest commits, newest first."""
+        return iter(self._tags)
+
+    def holds_value(self, column: str, value: str) -> bool | None:
+        return None
+
+
+class LogTail(RecentCommits):
+    """The ``newest`` newest commits of the table at ``uri``, from one listing of its log,
+    each commit file read at most once whatever is asked of it: "did this load commit?"
+    reads the tags, then the statistics, of the same commits (in a bucket each listing
+    and read is a request)."""
+
+    def __init__(self, uri: str, newest: int) -> None:
+        self.uri = uri
+        self.versions = commit_versions(uri)
+        self.newest = newest
+        self._read: dict[int, list[dict[str, Any]]] = {}
+        super().__init__(())
+
+    def actions(self, version: int) -> list[dict[str, Any]]:
+        if version not in self._read:
+            self._read[version] = list(_actions(self.uri, version))
+        return self._read[version]
+
+    def tags(self) -> Iterator[tuple[int, str | None]]:
+        """(version, userMetadata) of the commits, newest first; each commit file is read
+        only when the caller asks for it."""
+        for version in reversed(self.versions[-self.newest :]):
+            yield version, _commit_info(self.actions(version)).get("userMetadata")
+
+    def holds_value(self, column: str, value: str) -> bool | None:
+        """Whether a row of the table has ``value`` in the string column ``column``, as
+        the statistics of the files these commits added tell, for a value only one writer
+        ever writes (a load id): True when an added file has it as its smallest or largest
+        value of ``column``; False when these commits are all the table's commits and no
+        added file holds a value of ``column`` at or above it (a file that has the value
+        has it as its largest value or below); None when the statistics cannot tell (a
+        file without them, or whose range spans the value, or an older commit not read)."""
+        versions = self.versions
+        undecided = not versions or versions[0] != 0 or len(versions) > self.newest
+        for version in reversed(versions[-self.newest :]):
+            for action in self.actions(version):
+                added = action.get("add")
+                if not added:
+                    continue
+                stats = orjson.loads(added.get("stats") or "{}")
+                if stats.get("numRecords") == 0:
+                    continue
+                low = (stats.get("minValues") or {}).get(column)
+                high = (stats.get("maxValues") or {}).get(column)
+                if value in (low, high):
+                    return True
+                exact = isinstance(high, str) and len(high) < _EXACT_STRING_STATISTICS
+                if not exact or str(high).encode() >= value.encode():
+                    undecided = True
+        return None if undecided else False
 
 
 def list_tables(dataset_uri: str) -> list[str]:

@@ -351,7 +351,8 @@ class Loader:
             return False
         if disposition == "merge" and creation.lost_create_race(table, self.load_id, self.creates):
             return False  # its rows may stand beside another writer's: withdrawn and merged again
-        tags = list(table.commit_tags())
+        recent = table.recent_commits()  # the tags, then maybe the statistics: one read
+        tags = list(recent.tags())
         if any(tag == self.load_id for _, tag in tags):
             return True
         if disposition != "merge":
@@ -362,7 +363,7 @@ class Loader:
             return False
         # Elsewhere MERGE commits carry no userMetadata; the rows they insert do, and the
         # statistics of the files they add tell where those rows can be.
-        in_log = table.holds_load(self.load_id)
+        in_log = recent.holds_value(LOAD_ID, self.load_id)
         if in_log is not None:
             return in_log
         logger.debug("looking for rows of load %s in table %s", self.load_id, table.shown)

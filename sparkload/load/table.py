@@ -27,7 +27,7 @@ from sparkload.common import file_lock
 from sparkload.common.engine_family import misreads_float_statistics
 from sparkload.common.folder import filesystem
 from sparkload.common.sql import delta_path, quote
-from sparkload.common.system_columns import ID, LOAD_ID
+from sparkload.common.system_columns import ID
 from sparkload.engine.capabilities import commit_history, ignores_target_file_size
 from sparkload.engine.object_store import is_s3_url
 from sparkload.exceptions import LoadError
@@ -187,10 +187,11 @@ class DeltaTable:
         where the table's log is not at hand."""
         return None
 
-    def holds_load(self, load_id: str) -> bool | None:
-        """Whether the table has rows of load ``load_id``, as its log tells without reading
-        the rows (``delta_log.holds_value``); None where the log does not tell."""
-        return None
+    def recent_commits(self) -> delta_log.RecentCommits:
+        """The newest commits, read once for every question asked of them: their tags, and
+        whether rows of a load are in the table as their log tells without reading the rows
+        (``holds_value``: None where the log does not tell)."""
+        return delta_log.RecentCommits(list(self.commit_tags()))
 
     def commit_lock(self) -> CommitLock | None:
         """The lock ``table_lock`` takes around this table's commits (a new hold on it per
@@ -259,8 +260,8 @@ class PathTable(DeltaTable):
     def read(self) -> DataFrame:
         return self.spark.read.format("delta").load(self.uri)
 
-    def holds_load(self, load_id: str) -> bool | None:
-        return delta_log.holds_value(self.uri, LOAD_ID, load_id, NEWEST_COMMITS)
+    def recent_commits(self) -> delta_log.RecentCommits:
+        return delta_log.LogTail(self.uri, NEWEST_COMMITS)
 
     def commit_lock(self) -> CommitLock | None:
         # Beside the tables, where no reader looks for one (a folder of no Delta log).
