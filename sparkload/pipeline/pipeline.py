@@ -11,10 +11,9 @@ import logging
 import os
 import shutil
 import sys
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
@@ -37,7 +36,7 @@ from sparkload.common.package import (
 from sparkload.common.paths import check_folder_name, folder_name_from, local_folder, reachable_path
 from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.state_record import PipelineState, empty_state
-from sparkload.common.time import Window, as_utc, now
+from sparkload.common.time import Window
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
 from sparkload.engine.jvm_cluster import follow_s3_settings
@@ -70,6 +69,7 @@ from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
 from sparkload.pipeline import load_packages, pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
+from sparkload.pipeline.calls import RunArguments, locked, new_load_id, traced, untraced
 from sparkload.pipeline.dataset_reader import ReadableDataset
 from sparkload.pipeline.destination_dataset import open_dataset
 from sparkload.pipeline.drop import (
@@ -115,91 +115,6 @@ def pipelines_dir_path(pipelines_dir: str | os.PathLike[str] | None = None) -> P
     if from_environment:
         return local_folder("SPARKLOAD_PIPELINES_DIR", from_environment)
     return Path.home() / ".sparkload" / "pipelines"
-
-
-def _new_load_id() -> str:
-    # Wall-clock based like dlt's, so ids sort in creation order; not the execution_time,
-    # which tests fix and two runs may share.
-    return f"{time.time():.6f}"
-
-
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def _locked(method: _Method) -> _Method:
-    """Run ``method`` holding the pipeline's run lock (one run of a pipeline at a time)."""
-
-    @functools.wraps(method)
-    def locked(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
-        apply_log_level()  # as set now: a notebook may have changed it since the last run
-        with self._lock.held(), self._session_scope():
-            return method(self, *args, **kwargs)
-
-    return cast(_Method, locked)
-
-
-def _traced(call: str) -> Callable[[_Method], _Method]:
-    """Record ``method`` (``call``: run, extract, normalize or load) in a trace, saved in the
-    working directory when it starts and when it ends, by returning or by an exception.
-    Called from another traced method (run calls load), it adds to that one's trace."""
-
-    def decorate(method: _Method) -> _Method:
-        @functools.wraps(method)
-        def traced(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
-            if self._running_trace is not None:
-                return method(self, *args, **kwargs)
-            trace = self._next_trace(call)
-            self._running_trace = self._last_trace = trace
-            self._save_trace(trace)
-            try:
-                result = method(self, *args, **kwargs)
-            except BaseException as exc:
-                trace.finish(exc)
-                raise
-            else:
-                trace.finish()
-                return result
-            finally:
-                self._running_trace = None
-                self._save_trace(trace)
-
-        return cast(_Method, traced)
-
-    return decorate
-
-
-def _untraced(method: _Method) -> _Method:
-    """Run ``method`` (a plan) without a trace of its own: the steps it runs are not a run,
-    and the trace of the last run stays the last trace."""
-
-    @functools.wraps(method)
-    def untraced(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
-        if self._running_trace is not None:
-            return method(self, *args, **kwargs)
-        self._running_trace = PipelineTrace(self.pipeline_name)
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self._running_trace = None
-
-    return cast(_Method, untraced)
-
-
-@dataclasses.dataclass
-class RunArguments:
-    """What run(), plan() and extract() are told besides the data."""
-
-    table_name: str | None
-    hints: TableHintArgs
-    execution_time: datetime.datetime | str | None
-
-    def __post_init__(self) -> None:
-        # One clock for the whole call: every batch and the plan see the same time. Any
-        # form a user passes (pendulum's DateTime, a naive or aware datetime, ISO text)
-        # becomes one aware stdlib UTC datetime here.
-        self.clock = (
-            as_utc(self.execution_time, "execution_time") if self.execution_time is not None else now()
-        )
 
 
 class Pipeline:
@@ -453,8 +368,8 @@ class Pipeline:
         return SqlClient(self.dataset())
 
     # -- the steps ----------------------------------------------------------------------------
-    @_locked
-    @_traced("run")
+    @locked
+    @traced("run")
     def run(
         self,
         data: Any = None,
@@ -516,8 +431,8 @@ class Pipeline:
         self._trace().last_load_info = info
         return info
 
-    @_locked
-    @_untraced
+    @locked
+    @untraced
     def plan(
         self,
         data: Any,
@@ -557,8 +472,8 @@ class Pipeline:
         run_args = dict(args.hints, data=data, table_name=table_name, restate=restate, start=start, end=end)
         return make_plan(self, scheduled, run_args, clock, normalized, extracted)
 
-    @_locked
-    @_traced("extract")
+    @locked
+    @traced("extract")
     def extract(
         self,
         data: Any,
@@ -629,7 +544,7 @@ class Pipeline:
         refresh: Refresh | None = None,
     ) -> str:
         trace = self._trace()
-        load_id = _new_load_id()
+        load_id = new_load_id()
         package = LoadPackage(self._extracted, load_id)
         with pipeline_step(
             "extract",
@@ -678,8 +593,8 @@ class Pipeline:
             ).write(package)
         return load_id
 
-    @_locked
-    @_traced("normalize")
+    @locked
+    @traced("normalize")
     def normalize(self) -> list[str]:
         """Normalize every extracted package into a package beside the dataset; returns
         their load ids."""
@@ -806,8 +721,8 @@ class Pipeline:
                 table=name,
             ) from exc
 
-    @_locked
-    @_traced("load")
+    @locked
+    @traced("load")
     def load(self) -> LoadInfo:
         """Load every normalized package, each followed by its state; returns what all of
         them loaded."""
@@ -939,7 +854,7 @@ class Pipeline:
         logger.warning(note)
         return note
 
-    @_locked
+    @locked
     def drop_pending_packages(self) -> None:
         """Discard load packages that were extracted but not loaded (dlt's method); tables
         a partly loaded package already committed keep its rows."""
@@ -977,14 +892,14 @@ class Pipeline:
             if package.is_planned():
                 package.delete()
 
-    @_locked
+    @locked
     def drop(self) -> None:
         """Forget the local working directory: state and pending packages (not the data)."""
         shutil.rmtree(self.working_dir, ignore_errors=True)
         self.working_dir.mkdir(parents=True, exist_ok=True)
         self._state = None
 
-    @_locked
+    @locked
     def restore_working_folder(self) -> PipelineState:
         """Rebuild the working folder from the destination (dlt's ``pipeline sync``): its
         state, packages and records go, and the state the destination committed last is
@@ -1031,7 +946,7 @@ class Pipeline:
         extracted for its apply()."""
         return load_packages.pending_infos(self._extracted, self._staged)
 
-    @_locked
+    @locked
     def drop_resources(
         self, resources: Sequence[str] | None = None, *, state_only: bool = False
     ) -> DropResult:
