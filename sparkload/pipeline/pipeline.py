@@ -22,7 +22,7 @@ from sparkload.common import context
 from sparkload.common import dlt_arguments as dlt_args
 from sparkload.common.dlt_arguments import refuse_dlt_arguments, refuse_dlt_destination
 from sparkload.common.folder import Folder
-from sparkload.common.hints import LoadHints, TimeRangeSpec
+from sparkload.common.hints import TimeRangeSpec
 from sparkload.common.naming import normalize_dataset_name, normalize_table_name
 from sparkload.common.package import (
     EXTRACT_MANIFEST,
@@ -34,7 +34,6 @@ from sparkload.common.package import (
     list_packages,
 )
 from sparkload.common.paths import check_folder_name, folder_name_from, local_folder, reachable_path
-from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.state_record import PipelineState, empty_state
 from sparkload.common.time import Window
 from sparkload.engine import resolve_spark
@@ -46,7 +45,6 @@ from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import (
     DamagedFileError,
     DestinationStateMissingError,
-    NormalizeError,
     OvertakenPackageError,
     ResourceError,
     SparkloadError,
@@ -61,11 +59,9 @@ from sparkload.extract.storage import EngineFiles
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset, PathDataset
 from sparkload.load.loader import Loader
-from sparkload.normalize.contracts import apply_contract_to_hints, apply_schema_contract
-from sparkload.normalize.expectations import apply_expectations
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.manifest import NormalizeManifest
-from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
+from sparkload.normalize.package import PARQUET, normalize_package, normalized_counts
 from sparkload.pipeline import load_packages, pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
@@ -98,12 +94,9 @@ if TYPE_CHECKING:  # pyspark comes with the engine extra the user installs
 
 logger = logging.getLogger(__name__)
 
-_PARQUET = ".parquet"
 # The order in which extract(), normalize() and load() called one by one add up to one
 # trace; "run" comes first because a run always starts a trace of its own.
 _STEP_ORDER = ("run", "extract", "normalize", "load")
-# Tables normalized at once (each is a few engine calls; see common/side_by_side.py).
-_CONCURRENT_TABLES = 4
 
 
 def pipelines_dir_path(pipelines_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -610,116 +603,25 @@ class Pipeline:
                 with pipeline_step(
                     "normalize", package.load_id, trace=trace, progress=self.progress, cleanup=staged.delete
                 ) as step:
-                    step.tables = _normalized_counts(self._normalize_package(package, staged))
+                    step.tables = normalized_counts(self._normalize_package(package, staged))
             # The staged package now carries everything the load needs.
             self._delete_extracted(package)
             done.append(package.load_id)
         return done
 
     def _normalize_package(self, package: LoadPackage, staged: LoadPackage) -> NormalizeManifest:
-        """Normalize ``package`` into ``staged``; returns the manifest written there."""
-        manifest = ExtractManifest.read(package)
-        extracted_tables = manifest.tables
-        refresh = manifest.refresh or {}
-        # Tables the load's refresh drops before its first commit (drop_data keeps them).
-        dropped = (
-            frozenset(refresh.get("tables") or ()) if refresh.get("mode") != "drop_data" else frozenset()
+        """Normalize ``package`` into ``staged`` (see ``normalize/package.py``)."""
+        return normalize_package(
+            self.spark,
+            package,
+            staged,
+            self._engine_files(package),
+            table_schema=lambda table: self.destination_dataset.table(table).schema(),
+            committed_state=self._synced_state,
+            recorded_columns=schema_view.recorded_columns,
+            on_tables=self.progress.total,
+            on_table=self.progress.table,
         )
-        # The column hints each table was last loaded with, which a contract's data_type mode
-        # compares hints with; read once, before the tables normalize side by side, and only
-        # where a contract asks (it reads the committed state).
-        judged = any(_judges_hints(extracted.hints) for extracted in extracted_tables)
-        engine_files = self._engine_files(package)
-        engine_files.publish_all()
-        committed = self._synced_state() if judged else {}
-        # Tables normalize independently of each other: side by side, so that the engine
-        # calls of many small tables overlap.
-        tasks = [
-            functools.partial(
-                self._normalize_table, package, staged, extracted, dropped, committed, engine_files
-            )
-            for extracted in extracted_tables
-            if extracted.rows
-        ]
-        self.progress.total(len(tasks))
-        normalized = run_side_by_side(tasks, _CONCURRENT_TABLES, "normalize")
-        families = [table for family in normalized for table in family]
-        normalized_manifest = NormalizeManifest(
-            load_id=package.load_id,
-            execution_time=manifest.execution_time,
-            tables=families,
-            hints={extracted.name: extracted.hints for extracted in extracted_tables},
-            state=manifest.state,
-            base_version=manifest.base_version,
-            refresh=manifest.refresh,
-            files=_normalized_files(staged, [table.rows_folder for table in families if table.rows]),
-        )
-        normalized_manifest.write(staged)
-        return normalized_manifest
-
-    def _normalize_table(
-        self,
-        package: LoadPackage,
-        staged: LoadPackage,
-        extracted: ExtractedTable,
-        dropped: frozenset[str],
-        committed: Mapping[str, Any],
-        engine_files: EngineFiles,
-    ) -> list[NormalizedTable]:
-        """One extracted table, with its nested tables; ``dropped`` are the tables the load's
-        refresh drops, which the schema contract judges as not there (as dlt does);
-        ``committed`` the committed state (where a contract judges column hints)."""
-        name = extracted.name
-        replacing = extracted.hints.rebuilds
-
-        def destination_schema(table: str) -> Any:
-            # A replaced table takes the load's types; other tables keep theirs.
-            return None if replacing else self.destination_dataset.table(table).schema()
-
-        def contract_schema(table: str) -> Any:
-            return None if table in dropped else self.destination_dataset.table(table).schema()
-
-        try:
-            # Column hints changing a column's type go by the contract's data_type mode.
-            hints = apply_contract_to_hints(
-                name,
-                extracted.hints,
-                contract_schema(name),
-                schema_view.recorded_columns(committed, name),
-            )
-            normalizer = TableNormalizer(self.spark, package.load_id, hints, destination_schema)
-            tables = normalizer.normalize(
-                name,
-                package.extracted_table_dir(name),
-                staged.normalized_uri,
-                extracted.json_schema,
-                engine_files,
-            )
-            _refuse_lost_rows(package, extracted, tables[0].rows)
-            # The schema contract judges against the tables as they are, replaced or not,
-            # but for those the refresh drops first.
-            tables = apply_schema_contract(
-                self.spark,
-                tables,
-                staged.normalized_uri,
-                extracted.hints.schema_contract,
-                contract_schema,
-            )
-            # Data-quality expectations, before any commit: may refuse the load or drop rows.
-            tables = apply_expectations(
-                self.spark, tables, staged.normalized_uri, extracted.hints.expectations, extracted.resource
-            )
-            self.progress.table(name)
-            return tables
-        except SparkloadError:
-            raise
-        except Exception as exc:
-            raise NormalizeError(
-                f"table '{name}' (resource '{extracted.resource}'): {exc}. The extracted "
-                "package stays in the working directory and the next run retries it; "
-                "pipeline.drop_pending_packages() discards it",
-                table=name,
-            ) from exc
 
     @locked
     @traced("load")
@@ -1013,46 +915,12 @@ def _load_advice(error: Exception) -> str:
     return ""
 
 
-def _normalized_counts(manifest: NormalizeManifest) -> dict[str, dict[str, int]]:
-    """Rows and Parquet files per table of a normalized package, for its trace step."""
-    return {
-        table.name: {"rows": table.rows, "files": len(manifest.files_of(table))} for table in manifest.tables
-    }
-
-
-def _refuse_lost_rows(package: LoadPackage, extracted: ExtractedTable, normalized_rows: int) -> None:
-    """Stop before any commit when the staged files hold other than the rows extract wrote
-    (lines deleted from a staged file): the count normalize's profile already took, against
-    extract.json's, so the check costs nothing."""
-    if normalized_rows == extracted.rows:
-        return
-    folder = package.extracted_table_dir(extracted.name)
-    raise DamagedFileError(
-        f"load package {package.load_id}, table '{extracted.name}': extract wrote {extracted.rows} "
-        f"rows, but the staged files in {folder} hold {normalized_rows}; they were changed after "
-        "extract. pipeline.drop_pending_packages() discards the package, and the next run "
-        "extracts its data again",
-        path=str(folder),
-        load_id=package.load_id,
-        table=extracted.name,
-        expected_rows=extracted.rows,
-        found_rows=normalized_rows,
-    )
-
-
-def _normalized_files(staged: LoadPackage, folders: list[str]) -> dict[str, dict[str, int]]:
-    """The Parquet files normalize wrote, by the folder of each table's rows, with their
-    sizes: what the load checks before its first commit (a listing per table, no engine
-    call)."""
-    return {name: Folder(staged.normalized_table_uri(name)).file_sizes(_PARQUET) for name in folders}
-
-
 def _refuse_damaged_normalized_files(package: LoadPackage, written: Mapping[str, Mapping[str, int]]) -> None:
     """Stop before the load when a normalized file is gone or changed size since normalize
     wrote it: Spark would load fewer rows without a word, or fail on it mid-load."""
     for folder, files in written.items():
         table = folder.split(".", 1)[0]  # a folder of kept rows is "<table>.kept<n>"
-        found = Folder(package.normalized_table_uri(folder)).file_sizes(_PARQUET)
+        found = Folder(package.normalized_table_uri(folder)).file_sizes(PARQUET)
         for name, size in files.items():
             if found.get(name) == size:
                 continue
@@ -1094,12 +962,6 @@ def _add_empty_replace_tables(
             if name not in tables:
                 hints = load_hints(resource.hints, entry.root_key, entry.max_table_nesting)
                 tables[name] = ExtractedTable(name, resource.name, hints, 0)
-
-
-def _judges_hints(hints: LoadHints) -> bool:
-    """Whether a table's contract judges its column hints (data_type other than evolve)."""
-    contract = hints.schema_contract or {}
-    return bool(hints.columns) and contract.get("data_type", "evolve") != "evolve"
 
 
 def _record_keys(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
