@@ -27,7 +27,6 @@ from sparkload.common.naming import normalize_dataset_name, normalize_table_name
 from sparkload.common.package import (
     EXTRACT_MANIFEST,
     EXTRACTED_COPIES_FOLDER,
-    LOADED_MANIFEST,
     NORMALIZE_MANIFEST,
     PLANNED_MANIFEST,
     LoadPackage,
@@ -43,9 +42,7 @@ from sparkload.engine.object_store import refuse_unsafe_jvm_commits
 from sparkload.engine.session import is_own_session
 from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import (
-    DamagedFileError,
     DestinationStateMissingError,
-    OvertakenPackageError,
     ResourceError,
     SparkloadError,
 )
@@ -58,10 +55,9 @@ from sparkload.extract.manifest import ExtractManifest
 from sparkload.extract.storage import EngineFiles
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset, PathDataset
-from sparkload.load.loader import Loader
 from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.manifest import NormalizeManifest
-from sparkload.normalize.package import PARQUET, normalize_package, normalized_counts
+from sparkload.normalize.package import normalize_package, normalized_counts
 from sparkload.pipeline import load_packages, pipeline_file, resource_tables, restatement, schedule
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
@@ -72,14 +68,14 @@ from sparkload.pipeline.drop import (
     DropResult,
     Refresh,
     RefreshMode,
-    apply_refresh,
     drop_pipeline_resources,
     plan_refresh,
     refresh_mode,
 )
 from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_jobs import extract_jobs
-from sparkload.pipeline.load_info import LoadedTable, LoadInfo, rows_by_reason_of
+from sparkload.pipeline.load_info import LoadInfo
+from sparkload.pipeline.load_step import load_staged
 from sparkload.pipeline.lock import RunLock
 from sparkload.pipeline.logs import apply_log_level
 from sparkload.pipeline.plan import Plan, make_plan
@@ -628,76 +624,7 @@ class Pipeline:
     def load(self) -> LoadInfo:
         """Load every normalized package, each followed by its state; returns what all of
         them loaded."""
-        trace = self._trace()
-        info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
-        for package in list_packages(self._staged):
-            if not package.is_normalized():
-                # A normalize cut short; its extracted package, if any, normalizes again.
-                package.delete()
-                continue
-            with pipeline_step(
-                "load", package.load_id, trace=trace, progress=self.progress, advice=_load_advice
-            ) as step:
-                normalized = NormalizeManifest.read(package)
-                _refuse_damaged_normalized_files(package, normalized.files)
-                overtaken = None
-                if not package.has(LOADED_MANIFEST):
-                    overtaken = self._claim(package, normalized.base_version)
-                if overtaken is not None:
-                    step.tables = {}
-                    info.notes.append(self._discard_overtaken(overtaken))
-                    break
-                loader = Loader(
-                    self.spark,
-                    self.destination_dataset,
-                    package,
-                    on_table=self.progress.table,
-                    on_tables=self.progress.total,
-                    on_destructive_change=self.on_destructive_change,
-                    recorded_keys=self._synced_state().get(destructive.KEYS_STATE),
-                )
-                # A load refused by its checks must not have dropped the refreshed tables.
-                loader.check()
-                apply_refresh(self.destination_dataset, package, normalized.refresh)
-                loads = loader.load()
-                step.tables = {entry.table: {"rows": entry.rows, "version": entry.version} for entry in loads}
-                new_state = state_store.loads_state(normalized.state)
-                if new_state.get("_state_version", 0) > self._synced_state().get("_state_version", 0):
-                    state_store.write_destination(
-                        self.destination_dataset, self.pipeline_name, new_state, package.load_id
-                    )
-                    committed = self._destination_state.committed(
-                        self.destination_dataset, self.pipeline_name, package.load_id
-                    )
-                    state_store.write_local(self.working_dir, new_state, committed)
-                    self._state = new_state
-            package_info = LoadInfo(
-                self.pipeline_name,
-                self.dataset_uri,
-                package.load_id,
-                [LoadedTable(**entry.to_dict(), load_id=package.load_id) for entry in loads],
-                list(trace.timings),
-                [
-                    f"table '{table.name}': column name collision resolved: {note}"
-                    for table in normalized.tables
-                    for note in table.collisions
-                ]
-                + loader.notes,
-                [package.load_id],
-                rows_by_reason_of(package.load_id, normalized.tables),
-            )
-            info = info.followed_by(package_info)
-            # Its files go now: what `sparkload pipeline <name> load-package` shows of it stays.
-            load_packages.record_loaded(self.working_dir, package, [entry.to_dict() for entry in loads])
-            package.delete()
-        if info.loads_ids and self._schema_files.configured:
-            state = self._synced_state()
-            self._schema_files.after_load(
-                schema_view.read_schema(self.pipeline_name, state, self.destination_dataset),
-                schema_view.declared_schema(self.pipeline_name, state),
-            )
-        trace.last_load_info = info
-        return info
+        return load_staged(self)
 
     def _extract_base(self) -> PipelineState:
         """The state a new extract starts from: the newest pending package's (its cursors
@@ -721,40 +648,6 @@ class Pipeline:
             if package.has(name)
         ]
         return state_store.loads_state(max(pending)[1]) if pending else None
-
-    def _claim(self, package: LoadPackage, base_version: int) -> OvertakenPackageError | None:
-        """Before a package's first commit: check that no other run loaded since it was
-        extracted, then mark it started, so that from here on it is always finished. A
-        package another run overtook is not marked: what overtook it is returned."""
-        remote = self._destination_state.read(
-            self.destination_dataset, self.pipeline_name, base_version, self.working_dir
-        )
-        committed = int(remote["_state_version"]) if remote else 0
-        if committed == 0 and base_version > 0:
-            # No run commits version 0 over a later one: the dataset is gone, not overtaken.
-            raise DestinationStateMissingError(
-                self.pipeline_name, self.destination_dataset.shown, base_version
-            )
-        if committed != base_version:
-            return OvertakenPackageError(self.pipeline_name, package.load_id, base_version, committed)
-        package.write(LOADED_MANIFEST, {})
-        return None
-
-    def _discard_overtaken(self, overtaken: OvertakenPackageError) -> str:
-        """Drop the overtaken package and every package after it (each was extracted from
-        the state before it), and say so. Nothing of them was committed; the other run
-        loaded from the same cursors, and the next extract starts from the state it
-        committed, so a scheduled job carries on without loading a row twice or needing a
-        person to drop the packages."""
-        self._delete_all_extracted()
-        self._staged.delete()
-        self._state_synced = False
-        note = (
-            f"load package {overtaken.load_id}: {overtaken}. It was discarded unloaded, with any "
-            "package extracted after it"
-        )
-        logger.warning(note)
-        return note
 
     @locked
     def drop_pending_packages(self) -> None:
@@ -899,45 +792,6 @@ class Pipeline:
 
     def __repr__(self) -> str:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
-
-
-def _load_advice(error: Exception) -> str:
-    """What a failed load's message ends with: what became of its package."""
-    if isinstance(error, (DamagedFileError, DestinationStateMissingError)):
-        return ""  # the error says what to do itself
-    if isinstance(error, SparkloadError):
-        # A refused load (bad hints, duplicate keys, a type conflict) changes nothing;
-        # the package waits so a fixed run can retry it, or it can be dropped.
-        return (
-            "The load package stays in the working directory and the next run retries "
-            "it; pipeline.drop_pending_packages() discards it"
-        )
-    return ""
-
-
-def _refuse_damaged_normalized_files(package: LoadPackage, written: Mapping[str, Mapping[str, int]]) -> None:
-    """Stop before the load when a normalized file is gone or changed size since normalize
-    wrote it: Spark would load fewer rows without a word, or fail on it mid-load."""
-    for folder, files in written.items():
-        table = folder.split(".", 1)[0]  # a folder of kept rows is "<table>.kept<n>"
-        found = Folder(package.normalized_table_uri(folder)).file_sizes(PARQUET)
-        for name, size in files.items():
-            if found.get(name) == size:
-                continue
-            path = f"{package.normalized_table_uri(folder)}/{name}"
-            what = (
-                "is missing"
-                if name not in found
-                else f"holds {found[name]} bytes, not the {size} normalize wrote"
-            )
-            raise DamagedFileError(
-                f"load package {package.load_id}, table '{table}': the normalized file {path} {what}; "
-                "the load stopped before committing from it. pipeline.drop_pending_packages() discards "
-                "the package, and the next run extracts its data again",
-                path=path,
-                load_id=package.load_id,
-                table=table,
-            )
 
 
 def _add_empty_replace_tables(
