@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import copy
-import dataclasses
 import datetime
-import functools
 import logging
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +19,7 @@ from sparkload.common import context
 from sparkload.common import dlt_arguments as dlt_args
 from sparkload.common.dlt_arguments import refuse_dlt_arguments, refuse_dlt_destination
 from sparkload.common.folder import Folder
-from sparkload.common.hints import TimeRangeSpec
-from sparkload.common.naming import normalize_dataset_name, normalize_table_name
+from sparkload.common.naming import normalize_dataset_name
 from sparkload.common.package import (
     EXTRACT_MANIFEST,
     EXTRACTED_COPIES_FOLDER,
@@ -34,7 +30,6 @@ from sparkload.common.package import (
 )
 from sparkload.common.paths import check_folder_name, folder_name_from, local_folder, reachable_path
 from sparkload.common.state_record import PipelineState, empty_state
-from sparkload.common.time import Window
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
 from sparkload.engine.jvm_cluster import follow_s3_settings
@@ -46,22 +41,20 @@ from sparkload.exceptions import (
     ResourceError,
     SparkloadError,
 )
-from sparkload.extract.extractor import Extractor
 from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
 from sparkload.extract.intervals import Span
-from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
-from sparkload.extract.load_hints import load_hints, normalize_column_path
+from sparkload.extract.jobs import ExtractJob
+from sparkload.extract.load_hints import normalize_column_path
 from sparkload.extract.manifest import ExtractManifest
 from sparkload.extract.storage import EngineFiles
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset, PathDataset
-from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.manifest import NormalizeManifest
 from sparkload.normalize.package import normalize_package, normalized_counts
-from sparkload.pipeline import load_packages, pipeline_file, resource_tables, restatement, schedule
+from sparkload.pipeline import load_packages, pipeline_file, restatement, schedule
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
-from sparkload.pipeline.calls import RunArguments, locked, new_load_id, traced, untraced
+from sparkload.pipeline.calls import RunArguments, locked, traced, untraced
 from sparkload.pipeline.dataset_reader import ReadableDataset
 from sparkload.pipeline.destination_dataset import open_dataset
 from sparkload.pipeline.drop import (
@@ -74,6 +67,7 @@ from sparkload.pipeline.drop import (
 )
 from sparkload.pipeline.engine_check import check_engine_sees
 from sparkload.pipeline.extract_jobs import extract_jobs
+from sparkload.pipeline.extract_step import extract_batch
 from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.load_step import load_staged
 from sparkload.pipeline.lock import RunLock
@@ -532,55 +526,9 @@ class Pipeline:
         clock: datetime.datetime,
         refresh: Refresh | None = None,
     ) -> str:
-        trace = self._trace()
-        load_id = new_load_id()
-        package = LoadPackage(self._extracted, load_id)
-        with pipeline_step(
-            "extract",
-            load_id,
-            trace=trace,
-            progress=self.progress,
-            cleanup=functools.partial(self._delete_extracted, package),
-        ) as step:
-            # A refresh's package starts from the state without what it drops.
-            base = refresh.state if refresh is not None else self._extract_base()
-            working_state = copy.deepcopy(base)
-            engine_files = self._engine_files(package)
-            inference = SchemaInference(self.spark, engine_files.engine_path)
-            try:
-                with context.extraction(self, working_state, batch.windows, clock):
-                    extractor = Extractor(
-                        package.extracted_dir,
-                        self.progress,
-                        inference.file_closed,
-                        spark=lambda: self.spark,
-                        engine_files=engine_files,
-                    )
-                    tables = extractor.run(batch.jobs)
-            except BaseException:
-                inference.cancel()
-                raise
-            step.tables = {name: {"rows": table.rows} for name, table in tables.items()}
-            for name, schema in inference.results().items():
-                tables[name].json_schema = schema
-            self._schema_files.apply_import(tables)
-            schedule.refuse_bad_table_hints(tables.values())
-            _add_empty_replace_tables(batch.jobs, tables, batch.windows, working_state)
-            _add_time_ranges(batch.jobs, tables, batch.windows)
-            schedule.record_windows(working_state, batch, schedule.sources_by_resource(jobs))
-            resource_tables.record(working_state, batch.jobs, tables.values())
-            _record_keys(working_state, tables.values())
-            schema_view.record(working_state, tables.values())
-            ExtractManifest(
-                load_id=load_id,
-                pipeline_name=self.pipeline_name,
-                execution_time=clock.isoformat(),
-                tables=list(tables.values()),
-                state=state_store.dumps_state(state_store.next_version(base, working_state)).decode(),
-                base_version=int(base["_state_version"]),
-                refresh=refresh.manifest() if refresh is not None else None,
-            ).write(package)
-        return load_id
+        """Extract ``batch`` into a new package; returns its load id (see
+        ``pipeline/extract_step.py``)."""
+        return extract_batch(self, jobs, batch, clock, refresh)
 
     @locked
     @traced("normalize")
@@ -792,57 +740,6 @@ class Pipeline:
 
     def __repr__(self) -> str:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
-
-
-def _add_empty_replace_tables(
-    jobs: list[ExtractJob],
-    tables: dict[str, ExtractedTable],
-    windows: Mapping[str, Window],
-    state: PipelineState,
-) -> None:
-    """A replace resource empties every table it filled before that it yields nothing for
-    now, as in dlt: its own table, the tables its rows were routed to (a table-name
-    function, ``sl.mark.with_table_name``), which the state records. An interval resource
-    that yielded nothing for its window still empties the window."""
-    recorded = resource_tables.root_tables(state)
-    for entry in every_entry(jobs):
-        resource = entry.resource
-        names = []
-        if resource.hints.starts_over:
-            names = recorded.get((entry.source_name, resource.name), [])
-        if (resource.hints.starts_over or resource.name in windows) and not callable(resource.table_name):
-            names = [*names, normalize_table_name(str(resource.table_name))]
-        for name in names:
-            if name not in tables:
-                hints = load_hints(resource.hints, entry.root_key, entry.max_table_nesting)
-                tables[name] = ExtractedTable(name, resource.name, hints, 0)
-
-
-def _record_keys(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
-    """Remember the keys each merged table is loaded with: changing them is destructive.
-    A table rebuilt by another disposition (replace) starts over: what it was is forgotten."""
-    for table in tables:
-        if table.rows and table.hints.disposition == "merge":
-            keys = destructive.keys_of(table.name, table.hints)
-            state.setdefault(destructive.KEYS_STATE, {})[table.name] = keys
-        elif table.hints.rebuilds:
-            state.get(destructive.KEYS_STATE, {}).pop(table.name, None)
-
-
-def _add_time_ranges(
-    jobs: list[ExtractJob], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
-) -> None:
-    """Tell the loader which window each interval resource's tables replace."""
-    specs = {entry.resource.name: entry.resource.intervals for entry in every_entry(jobs)}
-    for table in tables.values():
-        window = windows.get(table.resource)
-        spec = specs.get(table.resource)
-        if window is None or spec is None:
-            continue
-        time_range = TimeRangeSpec(
-            normalize_column_path(spec.time_column), window.start, window.end, spec.time_column_format
-        )
-        table.hints = dataclasses.replace(table.hints, time_range=time_range)
 
 
 def pipeline(
