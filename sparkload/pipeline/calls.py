@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -15,9 +16,16 @@ from sparkload.common.time import as_utc, now
 from sparkload.extract.hints import TableHintArgs
 from sparkload.pipeline.logs import apply_log_level
 from sparkload.pipeline.trace import PipelineTrace
+from sparkload.pipeline.trace_file import save_trace
 
 if TYPE_CHECKING:
     from sparkload.pipeline.pipeline import Pipeline
+
+logger = logging.getLogger(__name__)
+
+# The order in which extract(), normalize() and load() called one by one add up to one
+# trace; "run" comes first because a run always starts a trace of its own.
+_STEP_ORDER = ("run", "extract", "normalize", "load")
 
 
 def new_load_id() -> str:
@@ -51,9 +59,9 @@ def traced(call: str) -> Callable[[_Method], _Method]:
         def traced(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
             if self._running_trace is not None:
                 return method(self, *args, **kwargs)
-            trace = self._next_trace(call)
+            trace = _next_trace(self, call)
             self._running_trace = self._last_trace = trace
-            self._save_trace(trace)
+            _save_trace(self, trace)
             try:
                 result = method(self, *args, **kwargs)
             except BaseException as exc:
@@ -64,7 +72,7 @@ def traced(call: str) -> Callable[[_Method], _Method]:
                 return result
             finally:
                 self._running_trace = None
-                self._save_trace(trace)
+                _save_trace(self, trace)
 
         return cast(_Method, traced)
 
@@ -86,6 +94,29 @@ def untraced(method: _Method) -> _Method:
             self._running_trace = None
 
     return cast(_Method, untraced)
+
+
+def _next_trace(pipeline: Pipeline, call: str) -> PipelineTrace:
+    """The trace a traced method starts: a new one, but extract, normalize and load called
+    in that order add up to one trace, as in dlt, as long as each succeeds."""
+    previous = pipeline._last_trace
+    continues = (
+        previous is not None
+        and previous.error is None
+        and previous.calls[-1:] in (["extract"], ["normalize"])
+        and _STEP_ORDER.index(call) > _STEP_ORDER.index(previous.calls[-1])
+    )
+    trace = previous if continues and previous is not None else PipelineTrace(pipeline.pipeline_name)
+    trace.start(call)
+    return trace
+
+
+def _save_trace(pipeline: Pipeline, trace: PipelineTrace) -> None:
+    try:
+        save_trace(pipeline.working_dir, trace)
+    except OSError as exc:
+        # The trace is a record of the run: not being able to write it does not fail one.
+        logger.warning("pipeline '%s': the trace could not be saved: %s", pipeline.pipeline_name, exc)
 
 
 @dataclasses.dataclass

@@ -1,4 +1,5 @@
-"""The extract step of a Pipeline: one batch of jobs extracted into a new package
+"""The extract step of a Pipeline: the jobs a call extracts and their packages
+(``schedule_jobs``); one batch of jobs extracted into a new package
 (``extract_batch``): the resources run (``extract/package.py``), the staged files' schema
 inferred meanwhile, the state the package will commit built, its manifest written."""
 
@@ -7,25 +8,31 @@ from __future__ import annotations
 import copy
 import datetime
 import functools
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import logging
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from sparkload.common.package import LoadPackage
 from sparkload.common.state_record import PipelineState
+from sparkload.exceptions import ResourceError
+from sparkload.extract.intervals import Span
 from sparkload.extract.jobs import ExtractedTable, ExtractJob
 from sparkload.extract.manifest import ExtractManifest
 from sparkload.extract.package import add_empty_replace_tables, add_time_ranges, extract_package
 from sparkload.load import destructive
 from sparkload.normalize.json_schema import SchemaInference
-from sparkload.pipeline import resource_tables, schedule
+from sparkload.pipeline import resource_tables, restatement, schedule
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
-from sparkload.pipeline.calls import new_load_id
-from sparkload.pipeline.drop import Refresh
+from sparkload.pipeline.calls import RunArguments, new_load_id
+from sparkload.pipeline.drop import Refresh, RefreshMode, plan_refresh, refresh_mode
+from sparkload.pipeline.extract_jobs import extract_jobs
 from sparkload.pipeline.step import pipeline_step
 
 if TYPE_CHECKING:
     from sparkload.pipeline.pipeline import Pipeline
+
+logger = logging.getLogger(__name__)
 
 
 def extract_batch(
@@ -102,3 +109,44 @@ def _record_keys(state: PipelineState, tables: Iterable[ExtractedTable]) -> None
             state.setdefault(destructive.KEYS_STATE, {})[table.name] = keys
         elif table.hints.rebuilds:
             state.get(destructive.KEYS_STATE, {}).pop(table.name, None)
+
+
+def schedule_jobs(
+    pipeline: Pipeline,
+    data: Any,
+    args: RunArguments,
+    restate: Sequence[str] | None = None,
+    start: Any = None,
+    end: Any = None,
+    refresh: RefreshMode | None = None,
+) -> schedule.Scheduled:
+    """The resources of ``pipeline`` to extract and the packages to extract them into; with a refresh,
+    the first package's resources and base state are those after its drop."""
+    mode = refresh_mode(refresh) or pipeline.refresh
+    clock = args.clock
+    with pipeline_step("extract", None, trace=pipeline._trace(), timed=False):
+        jobs = extract_jobs(data, pipeline.pipeline_name, args.table_name, args.hints)
+        schedule.refuse_time_ranges_without_intervals(jobs)
+        schedule.refuse_bad_hint_combinations(jobs)
+        counted_from = pipeline._extract_base()
+        restated = None
+        # The run's own range: a restatement gives each restated resource its range instead.
+        span = Span.of(start, end) if not restate and (start is not None or end is not None) else None
+        if restate:
+            restated = restatement.restate(
+                jobs, restate, start, end, counted_from, clock, pipeline_name=pipeline.pipeline_name
+            )
+            jobs, counted_from = restated.jobs, restated.state
+            for note in restated.notes:
+                logger.warning(note)
+        refreshing = None
+        if mode is not None:
+            if restate:
+                raise ResourceError("refresh= and restate= do not go together: a refresh reloads all")
+            refreshing = plan_refresh(mode, counted_from, pipeline.destination_dataset, jobs)
+            counted_from = refreshing.state
+        spans = restated.spans() if restated is not None else None
+        batches = schedule.batches(jobs, counted_from, clock, span, spans)
+        if refreshing is not None and batches:
+            batches[0] = schedule.Batch(refreshing.jobs(batches[0].jobs), batches[0].windows)
+        return schedule.Scheduled(jobs, batches, restated, refresh=refreshing)

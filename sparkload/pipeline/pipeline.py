@@ -38,11 +38,9 @@ from sparkload.engine.session import is_own_session
 from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import (
     DestinationStateMissingError,
-    ResourceError,
     SparkloadError,
 )
 from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
-from sparkload.extract.intervals import Span
 from sparkload.extract.jobs import ExtractJob
 from sparkload.extract.load_hints import normalize_column_path
 from sparkload.extract.manifest import ExtractManifest
@@ -51,7 +49,7 @@ from sparkload.load import destructive
 from sparkload.load.dataset import Dataset, PathDataset
 from sparkload.normalize.manifest import NormalizeManifest
 from sparkload.normalize.package import normalize_package, normalized_counts
-from sparkload.pipeline import load_packages, pipeline_file, restatement, schedule
+from sparkload.pipeline import load_packages, pipeline_file, schedule
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.calls import RunArguments, locked, traced, untraced
@@ -62,12 +60,10 @@ from sparkload.pipeline.drop import (
     Refresh,
     RefreshMode,
     drop_pipeline_resources,
-    plan_refresh,
     refresh_mode,
 )
 from sparkload.pipeline.engine_check import check_engine_sees
-from sparkload.pipeline.extract_jobs import extract_jobs
-from sparkload.pipeline.extract_step import extract_batch
+from sparkload.pipeline.extract_step import extract_batch, schedule_jobs
 from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.load_step import load_staged
 from sparkload.pipeline.lock import RunLock
@@ -77,16 +73,12 @@ from sparkload.pipeline.progress import LogProgress, Progress, TqdmProgress
 from sparkload.pipeline.sql_client import SqlClient
 from sparkload.pipeline.step import pipeline_step
 from sparkload.pipeline.trace import PipelineTrace
-from sparkload.pipeline.trace_file import read_trace, save_trace
+from sparkload.pipeline.trace_file import read_trace
 
 if TYPE_CHECKING:  # pyspark comes with the engine extra the user installs
     from pyspark.sql import DataFrame, SparkSession
 
 logger = logging.getLogger(__name__)
-
-# The order in which extract(), normalize() and load() called one by one add up to one
-# trace; "run" comes first because a run always starts a trace of its own.
-_STEP_ORDER = ("run", "extract", "normalize", "load")
 
 
 def pipelines_dir_path(pipelines_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -490,34 +482,7 @@ class Pipeline:
     ) -> schedule.Scheduled:
         """The resources to extract and the packages to extract them into; with a refresh,
         the first package's resources and base state are those after its drop."""
-        mode = refresh_mode(refresh) or self.refresh
-        clock = args.clock
-        with pipeline_step("extract", None, trace=self._trace(), timed=False):
-            jobs = extract_jobs(data, self.pipeline_name, args.table_name, args.hints)
-            schedule.refuse_time_ranges_without_intervals(jobs)
-            schedule.refuse_bad_hint_combinations(jobs)
-            counted_from = self._extract_base()
-            restated = None
-            # The run's own range: a restatement gives each restated resource its range instead.
-            span = Span.of(start, end) if not restate and (start is not None or end is not None) else None
-            if restate:
-                restated = restatement.restate(
-                    jobs, restate, start, end, counted_from, clock, pipeline_name=self.pipeline_name
-                )
-                jobs, counted_from = restated.jobs, restated.state
-                for note in restated.notes:
-                    logger.warning(note)
-            refreshing = None
-            if mode is not None:
-                if restate:
-                    raise ResourceError("refresh= and restate= do not go together: a refresh reloads all")
-                refreshing = plan_refresh(mode, counted_from, self.destination_dataset, jobs)
-                counted_from = refreshing.state
-            spans = restated.spans() if restated is not None else None
-            batches = schedule.batches(jobs, counted_from, clock, span, spans)
-            if refreshing is not None and batches:
-                batches[0] = schedule.Batch(refreshing.jobs(batches[0].jobs), batches[0].windows)
-            return schedule.Scheduled(jobs, batches, restated, refresh=refreshing)
+        return schedule_jobs(self, data, args, restate, start, end, refresh)
 
     def _extract_batch(
         self,
@@ -716,27 +681,6 @@ class Pipeline:
             # recorded nowhere rather than taken for a running method's.
             return PipelineTrace(self.pipeline_name)
         return self._running_trace
-
-    def _next_trace(self, call: str) -> PipelineTrace:
-        """The trace a traced method starts: a new one, but extract, normalize and load called
-        in that order add up to one trace, as in dlt, as long as each succeeds."""
-        previous = self._last_trace
-        continues = (
-            previous is not None
-            and previous.error is None
-            and previous.calls[-1:] in (["extract"], ["normalize"])
-            and _STEP_ORDER.index(call) > _STEP_ORDER.index(previous.calls[-1])
-        )
-        trace = previous if continues and previous is not None else PipelineTrace(self.pipeline_name)
-        trace.start(call)
-        return trace
-
-    def _save_trace(self, trace: PipelineTrace) -> None:
-        try:
-            save_trace(self.working_dir, trace)
-        except OSError as exc:
-            # The trace is a record of the run: not being able to write it does not fail one.
-            logger.warning("pipeline '%s': the trace could not be saved: %s", self.pipeline_name, exc)
 
     def __repr__(self) -> str:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
