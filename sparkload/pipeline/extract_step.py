@@ -21,7 +21,7 @@ from sparkload.extract.manifest import ExtractManifest
 from sparkload.extract.package import add_empty_replace_tables, add_time_ranges, extract_package
 from sparkload.load import destructive
 from sparkload.normalize.json_schema import SchemaInference
-from sparkload.pipeline import resource_tables, restatement, schedule
+from sparkload.pipeline import resource_tables, restatement, schedule, working_folder
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.calls import RunArguments, new_load_id
@@ -52,12 +52,12 @@ def extract_batch(
         load_id,
         trace=trace,
         progress=pipeline.progress,
-        cleanup=functools.partial(pipeline._delete_extracted, package),
+        cleanup=functools.partial(working_folder.delete_extracted, pipeline, package),
     ) as step:
         # A refresh's package starts from the state without what it drops.
         base = refresh.state if refresh is not None else pipeline._extract_base()
         working_state = copy.deepcopy(base)
-        engine_files = pipeline._engine_files(package)
+        engine_files = working_folder.engine_files(pipeline, package)
         inference = SchemaInference(pipeline.spark, engine_files.engine_path)
         try:
             tables = extract_package(

@@ -18,7 +18,7 @@ from sparkload.exceptions import (
 from sparkload.load import destructive
 from sparkload.load.package import load_package, refuse_damaged_normalized_files
 from sparkload.normalize.manifest import NormalizeManifest
-from sparkload.pipeline import load_packages
+from sparkload.pipeline import load_packages, working_folder
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.drop import apply_refresh
@@ -130,7 +130,7 @@ def discard_overtaken(pipeline: Pipeline, overtaken: OvertakenPackageError) -> s
     loaded from the same cursors, and the next extract starts from the state it
     committed, so a scheduled job carries on without loading a row twice or needing a
     person to drop the packages."""
-    pipeline._delete_all_extracted()
+    working_folder.delete_all_extracted(pipeline)
     pipeline._staged.delete()
     pipeline._state_synced = False
     note = (

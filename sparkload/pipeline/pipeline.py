@@ -8,7 +8,7 @@ import logging
 import os
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +21,6 @@ from sparkload.common.dlt_arguments import refuse_dlt_arguments, refuse_dlt_dest
 from sparkload.common.folder import Folder
 from sparkload.common.naming import normalize_dataset_name
 from sparkload.common.package import (
-    EXTRACT_MANIFEST,
-    EXTRACTED_COPIES_FOLDER,
-    NORMALIZE_MANIFEST,
     PLANNED_MANIFEST,
     LoadPackage,
     list_packages,
@@ -37,19 +34,16 @@ from sparkload.engine.object_store import refuse_unsafe_jvm_commits
 from sparkload.engine.session import is_own_session
 from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import (
-    DestinationStateMissingError,
     SparkloadError,
 )
 from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
 from sparkload.extract.jobs import ExtractJob
 from sparkload.extract.load_hints import normalize_column_path
-from sparkload.extract.manifest import ExtractManifest
-from sparkload.extract.storage import EngineFiles
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset, PathDataset
 from sparkload.normalize.manifest import NormalizeManifest
 from sparkload.normalize.package import normalize_package, normalized_counts
-from sparkload.pipeline import load_packages, pipeline_file, schedule
+from sparkload.pipeline import load_packages, pipeline_file, schedule, working_folder
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.calls import RunArguments, locked, traced, untraced
@@ -200,33 +194,6 @@ class Pipeline:
         return Folder(f"{self._reachable_dir}/{self.packages_dir.name}")
 
     @property
-    def _extracted_copies(self) -> Folder:
-        """Where the engine reads extracted files when it cannot read the working folder:
-        ``<dataset>/_sparkload_extracted/<pipeline>/<load_id>/<table>/...``, beside the
-        staged packages (a folder of its own, so that no listing of those takes it for one)."""
-        base = self._staged.uri.rsplit("/", 2)[0]
-        return Folder(f"{base}/{EXTRACTED_COPIES_FOLDER}/{self.pipeline_name}")
-
-    def _engine_files(self, package: LoadPackage) -> EngineFiles:
-        """Where the engine reads ``package``'s extracted files (starts the engine)."""
-        self.spark  # noqa: B018 - the engine check decides
-        if self._engine_reads_working_dir:
-            return EngineFiles(package.extracted_dir)
-        return EngineFiles(package.extracted_dir, self._extracted_copies.child(package.load_id).uri)
-
-    def _delete_extracted(self, package: LoadPackage) -> None:
-        """Delete an extracted package, with the copy of its files the engine read."""
-        package.delete()
-        if not self._engine_reads_working_dir:
-            self._extracted_copies.child(package.load_id).delete()
-
-    def _delete_all_extracted(self) -> None:
-        """Delete every extracted package, with any copies of their files (whichever engine
-        made them: no engine need start for this)."""
-        self._extracted.delete()
-        self._extracted_copies.delete()
-
-    @property
     def _staged(self) -> Folder:
         """Normalized packages waiting for their load, beside the data (or in the catalog
         destination's staging folder) so that any machine running this pipeline finishes them."""
@@ -237,7 +204,7 @@ class Pipeline:
         """dlt's ``pipeline.state``: the state the newest extract left while its package
         waits to load (its cursors already taken, as dlt's extract keeps them), else the
         committed state (``committed_state``). Reading it starts no engine."""
-        pending = self._pending_state()
+        pending = working_folder.pending_state(self)
         return pending if pending is not None else self.committed_state
 
     @property
@@ -258,7 +225,7 @@ class Pipeline:
         directory last saw it committed (empty if it has none); read without the engine or
         the destination's state table: what a source function's body, or a source iterated
         by hand, sees of its state."""
-        pending = self._pending_state()
+        pending = working_folder.pending_state(self)
         if pending is not None:
             return pending
         if self._state is not None:
@@ -266,27 +233,9 @@ class Pipeline:
         return state_store.read_local(self.working_dir) or empty_state()
 
     def _synced_state(self) -> PipelineState:
-        """The committed state, compared with the destination's once (the destination holds
-        the authoritative copy; the working directory's may be older, or gone)."""
-        if self._state is None or not self._state_synced:
-            local = state_store.read_local(self.working_dir)
-            local_version = int(local["_state_version"]) if local else 0
-            remote = self._destination_state.read(
-                self.destination_dataset, self.pipeline_name, local_version, self.working_dir
-            )
-            if remote is None and local_version > 0:
-                # Not another run's doing (that leaves a newer state): the dataset is gone.
-                raise DestinationStateMissingError(
-                    self.pipeline_name, self.destination_dataset.shown, local_version
-                )
-            if local is None and remote is not None:
-                state_store.write_local(self.working_dir, remote)  # the cache, restored
-            candidates = [s for s in (local, remote) if s is not None]
-            self._state = (
-                max(candidates, key=lambda s: s.get("_state_version", 0)) if candidates else empty_state()
-            )
-            self._state_synced = True
-        return self._state
+        """The committed state, compared with the destination's once (see
+        ``pipeline/working_folder.py``)."""
+        return working_folder.synced_state(self)
 
     @property
     def default_schema_name(self) -> str | None:
@@ -301,21 +250,11 @@ class Pipeline:
         state = self.state
         with self._session_scope():
             return schema_view.read_schema(
-                self.pipeline_name, state, self.destination_dataset, self._pending_shapes(state)
+                self.pipeline_name,
+                state,
+                self.destination_dataset,
+                working_folder.pending_shapes(self, state),
             )
-
-    def _pending_shapes(self, state: Mapping[str, Any]) -> list[schema_view.PendingTable]:
-        """The tables of the packages waiting to load, oldest package first."""
-        shapes: list[tuple[str, list[schema_view.PendingTable]]] = []
-        for package in list_packages(self._extracted):
-            if package.has(EXTRACT_MANIFEST):
-                tables = ExtractManifest.read(package).tables
-                shapes.append((package.load_id, schema_view.extracted_shapes(tables)))
-        for package in list_packages(self._staged):
-            if package.has(NORMALIZE_MANIFEST):
-                normalized = NormalizeManifest.read(package).tables
-                shapes.append((package.load_id, schema_view.normalized_shapes(normalized, state)))
-        return [shape for _, found in sorted(shapes, key=lambda entry: entry[0]) for shape in found]
 
     @property
     def schemas(self) -> dict[str, schema_view.Schema]:
@@ -504,7 +443,9 @@ class Pipeline:
         done = []
         for package in list_packages(self._extracted):
             if not package.is_extracted():
-                self._delete_extracted(package)  # an extract that never finished: its items were not consumed
+                working_folder.delete_extracted(
+                    self, package
+                )  # an extract that never finished: its items were not consumed
                 continue
             staged = LoadPackage(self._staged, package.load_id)
             if not staged.is_normalized():
@@ -514,7 +455,7 @@ class Pipeline:
                 ) as step:
                     step.tables = normalized_counts(self._normalize_package(package, staged))
             # The staged package now carries everything the load needs.
-            self._delete_extracted(package)
+            working_folder.delete_extracted(self, package)
             done.append(package.load_id)
         return done
 
@@ -524,7 +465,7 @@ class Pipeline:
             self.spark,
             package,
             staged,
-            self._engine_files(package),
+            working_folder.engine_files(self, package),
             table_schema=lambda table: self.destination_dataset.table(table).schema(),
             committed_state=self._synced_state,
             recorded_columns=schema_view.recorded_columns,
@@ -542,31 +483,18 @@ class Pipeline:
     def _extract_base(self) -> PipelineState:
         """The state a new extract starts from: the newest pending package's (its cursors
         are already taken, as in dlt), else the committed one."""
-        pending = self._pending_state()
+        pending = working_folder.pending_state(self)
         if pending is None:
             # Read afresh: another process or machine may have run the pipeline since.
             self._state_synced = False
             return self._synced_state()
         return pending
 
-    def _pending_state(self) -> PipelineState | None:
-        """The state in the newest package waiting to be loaded (None without one)."""
-        pending = [
-            (package.load_id, manifest.read(package).state)
-            for folder, name, manifest in (
-                (self._extracted, EXTRACT_MANIFEST, ExtractManifest),
-                (self._staged, NORMALIZE_MANIFEST, NormalizeManifest),
-            )
-            for package in list_packages(folder)
-            if package.has(name)
-        ]
-        return state_store.loads_state(max(pending)[1]) if pending else None
-
     @locked
     def drop_pending_packages(self) -> None:
         """Discard load packages that were extracted but not loaded (dlt's method); tables
         a partly loaded package already committed keep its rows."""
-        self._delete_all_extracted()
+        working_folder.delete_all_extracted(self)
         self._staged.delete()
 
     @property
@@ -614,17 +542,7 @@ class Pipeline:
         written in their place; returns that state. Normalized packages beside the dataset
         stay: they are the destination's, and the next run loads them. Refused, with the
         folder left as it is, when the destination holds no state of this pipeline."""
-        remote = state_store.read_destination(self.destination_dataset, self.pipeline_name)
-        if remote is None:
-            raise SparkloadError(
-                f"pipeline '{self.pipeline_name}' has no state in {self.dataset_uri}: nothing to "
-                "restore (the working folder is left as it is)"
-            )
-        shutil.rmtree(self.working_dir, ignore_errors=True)
-        pipeline_file.write_pipeline_file(self.working_dir, self.destination, self.dataset_name)
-        state_store.write_local(self.working_dir, remote)
-        self._state, self._state_synced = remote, True
-        return remote
+        return working_folder.restore(self)
 
     # -- load packages (dlt's names) -------------------------------------------------------------
     def list_extracted_load_packages(self) -> list[str]:
