@@ -55,7 +55,7 @@ def extract_batch(
         cleanup=functools.partial(working_folder.delete_extracted, pipeline, package),
     ) as step:
         # A refresh's package starts from the state without what it drops.
-        base = refresh.state if refresh is not None else pipeline._extract_base()
+        base = refresh.state if refresh is not None else working_folder.extract_base(pipeline)
         working_state = copy.deepcopy(base)
         engine_files = working_folder.engine_files(pipeline, package)
         inference = SchemaInference(pipeline.spark, engine_files.engine_path)
@@ -128,7 +128,7 @@ def schedule_jobs(
         jobs = extract_jobs(data, pipeline.pipeline_name, args.table_name, args.hints)
         schedule.refuse_time_ranges_without_intervals(jobs)
         schedule.refuse_bad_hint_combinations(jobs)
-        counted_from = pipeline._extract_base()
+        counted_from = working_folder.extract_base(pipeline)
         restated = None
         # The run's own range: a restatement gives each restated resource its range instead.
         span = Span.of(start, end) if not restate and (start is not None or end is not None) else None

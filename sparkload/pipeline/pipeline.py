@@ -20,11 +20,7 @@ from sparkload.common import dlt_arguments as dlt_args
 from sparkload.common.dlt_arguments import refuse_dlt_arguments, refuse_dlt_destination
 from sparkload.common.folder import Folder
 from sparkload.common.naming import normalize_dataset_name
-from sparkload.common.package import (
-    PLANNED_MANIFEST,
-    LoadPackage,
-    list_packages,
-)
+from sparkload.common.package import PLANNED_MANIFEST, LoadPackage, list_packages
 from sparkload.common.paths import check_folder_name, folder_name_from, local_folder, reachable_path
 from sparkload.common.state_record import PipelineState, empty_state
 from sparkload.engine import resolve_spark
@@ -33,9 +29,7 @@ from sparkload.engine.jvm_cluster import follow_s3_settings
 from sparkload.engine.object_store import refuse_unsafe_jvm_commits
 from sparkload.engine.session import is_own_session
 from sparkload.engine.settings import SESSION_CONF, session_settings
-from sparkload.exceptions import (
-    SparkloadError,
-)
+from sparkload.exceptions import SparkloadError
 from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
 from sparkload.extract.jobs import ExtractJob
 from sparkload.extract.load_hints import normalize_column_path
@@ -479,16 +473,6 @@ class Pipeline:
         """Load every normalized package, each followed by its state; returns what all of
         them loaded."""
         return load_staged(self)
-
-    def _extract_base(self) -> PipelineState:
-        """The state a new extract starts from: the newest pending package's (its cursors
-        are already taken, as in dlt), else the committed one."""
-        pending = working_folder.pending_state(self)
-        if pending is None:
-            # Read afresh: another process or machine may have run the pipeline since.
-            self._state_synced = False
-            return self._synced_state()
-        return pending
 
     @locked
     def drop_pending_packages(self) -> None:

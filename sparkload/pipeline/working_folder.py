@@ -1,8 +1,8 @@
 """A Pipeline's working folder and the packages it keeps: where the engine reads extracted
-files (``engine_files``) and their deletion, the state of the newest package waiting to
-load (``pending_state``) and its tables (``pending_shapes``), the committed state compared
-with the destination's (``synced_state``), and the folder rebuilt from the destination
-(``restore``)."""
+files (``engine_files``) and their deletion; the newest pending package's state
+(``pending_state``), which a new extract starts from (``extract_base``), and its tables
+(``pending_shapes``); the committed state compared with the destination's
+(``synced_state``); the folder rebuilt from the destination (``restore``)."""
 
 from __future__ import annotations
 
@@ -110,6 +110,17 @@ def synced_state(pipeline: Pipeline) -> PipelineState:
         )
         pipeline._state_synced = True
     return pipeline._state
+
+
+def extract_base(pipeline: Pipeline) -> PipelineState:
+    """The state a new extract starts from: the newest pending package's (its cursors
+    are already taken, as in dlt), else the committed one."""
+    pending = pending_state(pipeline)
+    if pending is None:
+        # Read afresh: another process or machine may have run the pipeline since.
+        pipeline._state_synced = False
+        return synced_state(pipeline)
+    return pending
 
 
 def restore(pipeline: Pipeline) -> PipelineState:
