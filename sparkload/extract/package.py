@@ -10,7 +10,7 @@ import dataclasses
 import datetime
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sparkload.common import context
 from sparkload.common.hints import TimeRangeSpec
@@ -23,6 +23,9 @@ from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
 from sparkload.extract.load_hints import load_hints, normalize_column_path
 from sparkload.extract.storage import EngineFiles
 
+if TYPE_CHECKING:  # pyspark comes with the engine extra the user installs
+    from pyspark.sql import SparkSession
+
 
 def extract_package(
     package: LoadPackage,
@@ -34,7 +37,7 @@ def extract_package(
     clock: datetime.datetime,
     progress: ExtractProgress,
     on_file_closed: Callable[[str, Path], None],
-    spark: Callable[[], Any],
+    spark: Callable[[], SparkSession],
     engine_files: EngineFiles,
 ) -> dict[str, ExtractedTable]:
     """Run ``jobs`` into ``package``'s extracted folder, in the run context of ``pipeline``

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sparkload.common.folder import Folder
 from sparkload.common.hints import LoadHints
@@ -33,7 +33,7 @@ PARQUET = ".parquet"
 _CONCURRENT_TABLES = 4
 
 # The column hints a table was last loaded with, by column (read from the committed state).
-RecordedColumns = Callable[[PipelineState, str], Mapping[str, Mapping[str, Any]]]
+RecordedColumns = Callable[[PipelineState, str], Mapping[str, Mapping[str, object]]]
 
 
 @dataclasses.dataclass(frozen=True)

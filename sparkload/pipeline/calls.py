@@ -10,7 +10,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeAlias, TypeVar
 
 from sparkload.common.time import as_utc, now
 from sparkload.extract.hints import TableHintArgs
@@ -34,29 +34,32 @@ def new_load_id() -> str:
     return f"{time.time():.6f}"
 
 
-_Method = TypeVar("_Method", bound=Callable[..., Any])
+_Params = ParamSpec("_Params")
+_Result = TypeVar("_Result")
+# A method of Pipeline, as the decorators below take and return it.
+_Method: TypeAlias = "Callable[Concatenate[Pipeline, _Params], _Result]"
 
 
-def locked(method: _Method) -> _Method:
+def locked(method: _Method[_Params, _Result]) -> _Method[_Params, _Result]:
     """Run ``method`` holding the pipeline's run lock (one run of a pipeline at a time)."""
 
     @functools.wraps(method)
-    def locked(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+    def locked(self: Pipeline, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
         apply_log_level()  # as set now: a notebook may have changed it since the last run
         with self._lock.held(), self._session_scope():
             return method(self, *args, **kwargs)
 
-    return cast(_Method, locked)
+    return locked
 
 
-def traced(call: str) -> Callable[[_Method], _Method]:
+def traced(call: str) -> Callable[[_Method[_Params, _Result]], _Method[_Params, _Result]]:
     """Record ``method`` (``call``: run, extract, normalize or load) in a trace, saved in the
     working directory when it starts and when it ends, by returning or by an exception.
     Called from another traced method (run calls load), it adds to that one's trace."""
 
-    def decorate(method: _Method) -> _Method:
+    def decorate(method: _Method[_Params, _Result]) -> _Method[_Params, _Result]:
         @functools.wraps(method)
-        def traced(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+        def traced(self: Pipeline, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
             if self._running_trace is not None:
                 return method(self, *args, **kwargs)
             trace = _next_trace(self, call)
@@ -74,17 +77,17 @@ def traced(call: str) -> Callable[[_Method], _Method]:
                 self._running_trace = None
                 _save_trace(self, trace)
 
-        return cast(_Method, traced)
+        return traced
 
     return decorate
 
 
-def untraced(method: _Method) -> _Method:
+def untraced(method: _Method[_Params, _Result]) -> _Method[_Params, _Result]:
     """Run ``method`` (a plan) without a trace of its own: the steps it runs are not a run,
     and the trace of the last run stays the last trace."""
 
     @functools.wraps(method)
-    def untraced(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+    def untraced(self: Pipeline, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
         if self._running_trace is not None:
             return method(self, *args, **kwargs)
         self._running_trace = PipelineTrace(self.pipeline_name)
@@ -93,7 +96,7 @@ def untraced(method: _Method) -> _Method:
         finally:
             self._running_trace = None
 
-    return cast(_Method, untraced)
+    return untraced
 
 
 def _next_trace(pipeline: Pipeline, call: str) -> PipelineTrace:
