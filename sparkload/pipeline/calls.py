@@ -10,16 +10,14 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeAlias, TypeVar
+from typing import Concatenate, ParamSpec, TypeAlias, TypeVar
 
 from sparkload.common.time import as_utc, now
 from sparkload.extract.hints import TableHintArgs
 from sparkload.pipeline.logs import apply_log_level
+from sparkload.pipeline.parts import PipelineParts
 from sparkload.pipeline.trace import PipelineTrace
 from sparkload.pipeline.trace_file import save_trace
-
-if TYPE_CHECKING:
-    from sparkload.pipeline.pipeline import Pipeline
 
 logger = logging.getLogger(__name__)
 
@@ -36,15 +34,16 @@ def new_load_id() -> str:
 
 _Params = ParamSpec("_Params")
 _Result = TypeVar("_Result")
-# A method of Pipeline, as the decorators below take and return it.
-_Method: TypeAlias = "Callable[Concatenate[Pipeline, _Params], _Result]"
+_Self = TypeVar("_Self", bound=PipelineParts)
+# A method of the Pipeline, as the decorators below take and return it.
+_Method: TypeAlias = "Callable[Concatenate[_Self, _Params], _Result]"
 
 
-def locked(method: _Method[_Params, _Result]) -> _Method[_Params, _Result]:
+def locked(method: _Method[_Self, _Params, _Result]) -> _Method[_Self, _Params, _Result]:
     """Run ``method`` holding the pipeline's run lock (one run of a pipeline at a time)."""
 
     @functools.wraps(method)
-    def locked(self: Pipeline, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
+    def locked(self: _Self, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
         apply_log_level()  # as set now: a notebook may have changed it since the last run
         with self._lock.held(), self._session_scope():
             return method(self, *args, **kwargs)
@@ -52,14 +51,14 @@ def locked(method: _Method[_Params, _Result]) -> _Method[_Params, _Result]:
     return locked
 
 
-def traced(call: str) -> Callable[[_Method[_Params, _Result]], _Method[_Params, _Result]]:
+def traced(call: str) -> Callable[[_Method[_Self, _Params, _Result]], _Method[_Self, _Params, _Result]]:
     """Record ``method`` (``call``: run, extract, normalize or load) in a trace, saved in the
     working directory when it starts and when it ends, by returning or by an exception.
     Called from another traced method (run calls load), it adds to that one's trace."""
 
-    def decorate(method: _Method[_Params, _Result]) -> _Method[_Params, _Result]:
+    def decorate(method: _Method[_Self, _Params, _Result]) -> _Method[_Self, _Params, _Result]:
         @functools.wraps(method)
-        def traced(self: Pipeline, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
+        def traced(self: _Self, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
             if self._running_trace is not None:
                 return method(self, *args, **kwargs)
             trace = _next_trace(self, call)
@@ -82,12 +81,12 @@ def traced(call: str) -> Callable[[_Method[_Params, _Result]], _Method[_Params, 
     return decorate
 
 
-def untraced(method: _Method[_Params, _Result]) -> _Method[_Params, _Result]:
+def untraced(method: _Method[_Self, _Params, _Result]) -> _Method[_Self, _Params, _Result]:
     """Run ``method`` (a plan) without a trace of its own: the steps it runs are not a run,
     and the trace of the last run stays the last trace."""
 
     @functools.wraps(method)
-    def untraced(self: Pipeline, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
+    def untraced(self: _Self, *args: _Params.args, **kwargs: _Params.kwargs) -> _Result:
         if self._running_trace is not None:
             return method(self, *args, **kwargs)
         self._running_trace = PipelineTrace(self.pipeline_name)
@@ -99,7 +98,7 @@ def untraced(method: _Method[_Params, _Result]) -> _Method[_Params, _Result]:
     return untraced
 
 
-def _next_trace(pipeline: Pipeline, call: str) -> PipelineTrace:
+def _next_trace(pipeline: PipelineParts, call: str) -> PipelineTrace:
     """The trace a traced method starts: a new one, but extract, normalize and load called
     in that order add up to one trace, as in dlt, as long as each succeeds."""
     previous = pipeline._last_trace
@@ -114,7 +113,7 @@ def _next_trace(pipeline: Pipeline, call: str) -> PipelineTrace:
     return trace
 
 
-def _save_trace(pipeline: Pipeline, trace: PipelineTrace) -> None:
+def _save_trace(pipeline: PipelineParts, trace: PipelineTrace) -> None:
     try:
         save_trace(pipeline.working_dir, trace)
     except OSError as exc:

@@ -1,4 +1,4 @@
-"""The extract step of a Pipeline: the jobs a call extracts and their packages
+"""The extract step of a PipelineParts: the jobs a call extracts and their packages
 (``schedule_jobs``); one batch of jobs extracted into a new package
 (``extract_batch``): the resources run (``extract/package.py``), the staged files' schema
 inferred meanwhile, the state the package will commit built, its manifest written."""
@@ -10,7 +10,7 @@ import datetime
 import functools
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sparkload.common.package import LoadPackage
 from sparkload.common.state_record import PipelineState
@@ -27,16 +27,14 @@ from sparkload.pipeline import state as state_store
 from sparkload.pipeline.calls import RunArguments, new_load_id
 from sparkload.pipeline.drop import Refresh, RefreshMode, plan_refresh, refresh_mode
 from sparkload.pipeline.extract_jobs import extract_jobs
+from sparkload.pipeline.parts import PipelineParts
 from sparkload.pipeline.step import pipeline_step
-
-if TYPE_CHECKING:
-    from sparkload.pipeline.pipeline import Pipeline
 
 logger = logging.getLogger(__name__)
 
 
 def extract_batch(
-    pipeline: Pipeline,
+    pipeline: PipelineParts,
     jobs: list[ExtractJob],
     batch: schedule.Batch,
     clock: datetime.datetime,
@@ -112,7 +110,7 @@ def _record_keys(state: PipelineState, tables: Iterable[ExtractedTable]) -> None
 
 
 def schedule_jobs(
-    pipeline: Pipeline,
+    pipeline: PipelineParts,
     data: Any,
     args: RunArguments,
     restate: Sequence[str] | None = None,

@@ -1,4 +1,4 @@
-"""The load step of a Pipeline: each normalized package loaded (``load_staged``), after its
+"""The load step of a PipelineParts: each normalized package loaded (``load_staged``), after its
 claim (``claim``: no other run loaded since it was extracted), followed by its state; a
 package another run overtook is discarded with those after it (``discard_overtaken``)."""
 
@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING
 
 from sparkload.common.package import LOADED_MANIFEST, LoadPackage, list_packages
 from sparkload.exceptions import (
@@ -23,15 +22,13 @@ from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
 from sparkload.pipeline.drop import apply_refresh
 from sparkload.pipeline.load_info import LoadedTable, LoadInfo, rows_by_reason_of
+from sparkload.pipeline.parts import PipelineParts
 from sparkload.pipeline.step import pipeline_step
-
-if TYPE_CHECKING:
-    from sparkload.pipeline.pipeline import Pipeline
 
 logger = logging.getLogger(__name__)
 
 
-def load_staged(pipeline: Pipeline) -> LoadInfo:
+def load_staged(pipeline: PipelineParts) -> LoadInfo:
     """Load every normalized package of ``pipeline``, each followed by its state; returns
     what all of them loaded. The caller holds the run lock and the trace (``Pipeline.load``)."""
     trace = pipeline._trace()
@@ -105,7 +102,7 @@ def load_staged(pipeline: Pipeline) -> LoadInfo:
     return info
 
 
-def claim(pipeline: Pipeline, package: LoadPackage, base_version: int) -> OvertakenPackageError | None:
+def claim(pipeline: PipelineParts, package: LoadPackage, base_version: int) -> OvertakenPackageError | None:
     """Before a package's first commit: check that no other run loaded since it was
     extracted, then mark it started, so that from here on it is always finished. A
     package another run overtook is not marked: what overtook it is returned."""
@@ -124,7 +121,7 @@ def claim(pipeline: Pipeline, package: LoadPackage, base_version: int) -> Overta
     return None
 
 
-def discard_overtaken(pipeline: Pipeline, overtaken: OvertakenPackageError) -> str:
+def discard_overtaken(pipeline: PipelineParts, overtaken: OvertakenPackageError) -> str:
     """Drop the overtaken package and every package after it (each was extracted from
     the state before it), and say so. Nothing of them was committed; the other run
     loaded from the same cursors, and the next extract starts from the state it

@@ -1,4 +1,4 @@
-"""A Pipeline's working folder and the packages it keeps: where the engine reads extracted
+"""A PipelineParts's working folder and the packages it keeps: where the engine reads extracted
 files (``engine_files``) and their deletion; the newest pending package's state
 (``pending_state``), which a new extract starts from (``extract_base``), and its tables
 (``pending_shapes``); the committed state compared with the destination's
@@ -7,7 +7,6 @@ files (``engine_files``) and their deletion; the newest pending package's state
 from __future__ import annotations
 
 import shutil
-from typing import TYPE_CHECKING
 
 from sparkload.common.folder import Folder
 from sparkload.common.package import (
@@ -25,12 +24,10 @@ from sparkload.normalize.manifest import NormalizeManifest
 from sparkload.pipeline import pipeline_file
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
-
-if TYPE_CHECKING:
-    from sparkload.pipeline.pipeline import Pipeline
+from sparkload.pipeline.parts import PipelineParts
 
 
-def extracted_copies(pipeline: Pipeline) -> Folder:
+def extracted_copies(pipeline: PipelineParts) -> Folder:
     """Where the engine reads extracted files when it cannot read the working folder:
     ``<dataset>/_sparkload_extracted/<pipeline>/<load_id>/<table>/...``, beside the
     staged packages (a folder of its own, so that no listing of those takes it for one)."""
@@ -38,7 +35,7 @@ def extracted_copies(pipeline: Pipeline) -> Folder:
     return Folder(f"{base}/{EXTRACTED_COPIES_FOLDER}/{pipeline.pipeline_name}")
 
 
-def engine_files(pipeline: Pipeline, package: LoadPackage) -> EngineFiles:
+def engine_files(pipeline: PipelineParts, package: LoadPackage) -> EngineFiles:
     """Where the engine reads ``package``'s extracted files (starts the engine)."""
     pipeline.spark  # noqa: B018 - the engine check decides
     if pipeline._engine_reads_working_dir:
@@ -46,21 +43,21 @@ def engine_files(pipeline: Pipeline, package: LoadPackage) -> EngineFiles:
     return EngineFiles(package.extracted_dir, extracted_copies(pipeline).child(package.load_id).uri)
 
 
-def delete_extracted(pipeline: Pipeline, package: LoadPackage) -> None:
+def delete_extracted(pipeline: PipelineParts, package: LoadPackage) -> None:
     """Delete an extracted package, with the copy of its files the engine read."""
     package.delete()
     if not pipeline._engine_reads_working_dir:
         extracted_copies(pipeline).child(package.load_id).delete()
 
 
-def delete_all_extracted(pipeline: Pipeline) -> None:
+def delete_all_extracted(pipeline: PipelineParts) -> None:
     """Delete every extracted package, with any copies of their files (whichever engine
     made them: no engine need start for this)."""
     pipeline._extracted.delete()
     extracted_copies(pipeline).delete()
 
 
-def pending_state(pipeline: Pipeline) -> PipelineState | None:
+def pending_state(pipeline: PipelineParts) -> PipelineState | None:
     """The state in the newest package waiting to be loaded (None without one)."""
     pending = [
         (package.load_id, manifest.read(package).state)
@@ -74,7 +71,7 @@ def pending_state(pipeline: Pipeline) -> PipelineState | None:
     return state_store.loads_state(max(pending)[1]) if pending else None
 
 
-def pending_shapes(pipeline: Pipeline, state: PipelineState) -> list[schema_view.PendingTable]:
+def pending_shapes(pipeline: PipelineParts, state: PipelineState) -> list[schema_view.PendingTable]:
     """The tables of the packages waiting to load, oldest package first."""
     shapes: list[tuple[str, list[schema_view.PendingTable]]] = []
     for package in list_packages(pipeline._extracted):
@@ -88,7 +85,7 @@ def pending_shapes(pipeline: Pipeline, state: PipelineState) -> list[schema_view
     return [shape for _, found in sorted(shapes, key=lambda entry: entry[0]) for shape in found]
 
 
-def synced_state(pipeline: Pipeline) -> PipelineState:
+def synced_state(pipeline: PipelineParts) -> PipelineState:
     """The committed state, compared with the destination's once (the destination holds
     the authoritative copy; the working directory's may be older, or gone)."""
     if pipeline._state is None or not pipeline._state_synced:
@@ -112,7 +109,7 @@ def synced_state(pipeline: Pipeline) -> PipelineState:
     return pipeline._state
 
 
-def extract_base(pipeline: Pipeline) -> PipelineState:
+def extract_base(pipeline: PipelineParts) -> PipelineState:
     """The state a new extract starts from: the newest pending package's (its cursors
     are already taken, as in dlt), else the committed one."""
     pending = pending_state(pipeline)
@@ -123,7 +120,7 @@ def extract_base(pipeline: Pipeline) -> PipelineState:
     return pending
 
 
-def restore(pipeline: Pipeline) -> PipelineState:
+def restore(pipeline: PipelineParts) -> PipelineState:
     """Rebuild the working folder from the state the destination committed last
     (``Pipeline.restore_working_folder``); returns that state."""
     remote = state_store.read_destination(pipeline.destination_dataset, pipeline.pipeline_name)
