@@ -313,7 +313,7 @@ class Pipeline:
             if any(package.is_normalized() for package in list_packages(self._staged)):
                 info = self.load()
                 # Nothing loaded: every package was overtaken by another run and discarded
-                # (see ``_claim``), so this run extracts its data from the state that run committed.
+                # (see ``load_step.claim``), so this run extracts its data from the state that run committed.
                 if info.loads_ids:
                     if data is not None:
                         logger.warning(
