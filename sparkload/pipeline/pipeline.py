@@ -437,9 +437,8 @@ class Pipeline:
         done = []
         for package in list_packages(self._extracted):
             if not package.is_extracted():
-                working_folder.delete_extracted(
-                    self, package
-                )  # an extract that never finished: its items were not consumed
+                # An extract that never finished: its items were not consumed.
+                working_folder.delete_extracted(self, package)
                 continue
             staged = LoadPackage(self._staged, package.load_id)
             if not staged.is_normalized():
