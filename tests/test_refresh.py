@@ -162,22 +162,22 @@ def test_a_refresh_cut_short_before_its_commits_is_finished(
     make_pipeline: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Dropped, then died before the first commit: the next run loads the package."""
-    from sparkload.pipeline import pipeline as pipeline_module
+    from sparkload.load import package as load_package_module
 
     shop = make_shop([])
     pipeline = make_pipeline()
     pipeline.run(shop(RUN1_ORDERS, [{"id": 10, "name": "ann"}]))
 
-    class DiesBeforeCommits(pipeline_module.Loader):  # type: ignore[misc,name-defined]
+    class DiesBeforeCommits(load_package_module.Loader):  # type: ignore[misc,name-defined]
         def load(self) -> Any:
             raise RuntimeError("killed before the first commit")
 
-    original = pipeline_module.Loader
-    monkeypatch.setattr(pipeline_module, "Loader", DiesBeforeCommits)
+    original = load_package_module.Loader
+    monkeypatch.setattr(load_package_module, "Loader", DiesBeforeCommits)
     with pytest.raises(Exception, match="killed before the first commit"):
         pipeline.run(shop(RUN2_ORDERS, []).with_resources("orders"), refresh="drop_resources")
     assert "orders" not in tables(pipeline)  # dropped: the package is claimed
-    monkeypatch.setattr(pipeline_module, "Loader", original)
+    monkeypatch.setattr(load_package_module, "Loader", original)
 
     pipeline.run()
     assert tables(pipeline) == ["customers", "orders"]

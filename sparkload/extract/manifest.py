@@ -28,7 +28,7 @@ class ExtractManifest:
     # it keep their type (``pipeline/state.py`` reads it back).
     state: str
     # The committed state version the extract started from: a package whose base was
-    # overtaken by another run's load is discarded, not loaded (``Pipeline._claim``).
+    # overtaken by another run's load is discarded, not loaded (``pipeline.load_step.claim``).
     base_version: int
     # What a ``refresh=`` run drops or truncates before its first commit
     # (``pipeline/drop.py``'s ``Refresh.manifest``); None without one.

@@ -5,7 +5,7 @@ second thread using the same Pipeline object, fails fast with a clear error inst
 interleaving packages and state. The lock belongs to
 this machine's working directory; for runs of one pipeline on two machines, each load
 package carries the state version it was extracted from, and a package whose base another
-run has moved past is discarded unloaded (``Pipeline._claim``) rather than loaded twice.
+run has moved past is discarded unloaded (``pipeline.load_step.claim``) rather than loaded twice.
 """
 
 from __future__ import annotations

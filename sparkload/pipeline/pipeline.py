@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import copy
-import dataclasses
 import datetime
-import functools
 import logging
 import os
 import shutil
 import sys
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
@@ -23,67 +19,41 @@ from sparkload.common import context
 from sparkload.common import dlt_arguments as dlt_args
 from sparkload.common.dlt_arguments import refuse_dlt_arguments, refuse_dlt_destination
 from sparkload.common.folder import Folder
-from sparkload.common.hints import LoadHints, TimeRangeSpec
-from sparkload.common.naming import normalize_dataset_name, normalize_table_name
-from sparkload.common.package import (
-    EXTRACT_MANIFEST,
-    EXTRACTED_COPIES_FOLDER,
-    LOADED_MANIFEST,
-    NORMALIZE_MANIFEST,
-    PLANNED_MANIFEST,
-    LoadPackage,
-    list_packages,
-)
+from sparkload.common.naming import normalize_dataset_name
+from sparkload.common.package import PLANNED_MANIFEST, LoadPackage, list_packages
 from sparkload.common.paths import check_folder_name, folder_name_from, local_folder, reachable_path
-from sparkload.common.side_by_side import run_side_by_side
 from sparkload.common.state_record import PipelineState, empty_state
-from sparkload.common.time import Window, as_utc, now
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
 from sparkload.engine.jvm_cluster import follow_s3_settings
 from sparkload.engine.object_store import refuse_unsafe_jvm_commits
 from sparkload.engine.session import is_own_session, makes_own_session, start_engine_early
 from sparkload.engine.settings import SESSION_CONF, session_settings
-from sparkload.exceptions import (
-    DamagedFileError,
-    DestinationStateMissingError,
-    NormalizeError,
-    OvertakenPackageError,
-    ResourceError,
-    SparkloadError,
-)
-from sparkload.extract.extractor import Extractor
+from sparkload.exceptions import SparkloadError
 from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
-from sparkload.extract.intervals import Span
-from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
-from sparkload.extract.load_hints import load_hints, normalize_column_path
-from sparkload.extract.manifest import ExtractManifest
-from sparkload.extract.storage import EngineFiles
+from sparkload.extract.jobs import ExtractJob
+from sparkload.extract.load_hints import normalize_column_path
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset, PathDataset
-from sparkload.load.loader import Loader
-from sparkload.normalize.contracts import apply_contract_to_hints, apply_schema_contract
-from sparkload.normalize.expectations import apply_expectations
-from sparkload.normalize.json_schema import SchemaInference
 from sparkload.normalize.manifest import NormalizeManifest
-from sparkload.normalize.normalizer import NormalizedTable, TableNormalizer
-from sparkload.pipeline import lineage, load_packages, pipeline_file, resource_tables, restatement, schedule
+from sparkload.normalize.package import normalize_package, normalized_counts
+from sparkload.pipeline import load_packages, pipeline_file, schedule, working_folder
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
+from sparkload.pipeline.calls import RunArguments, locked, locked_engine_later, traced, untraced
 from sparkload.pipeline.dataset_reader import ReadableDataset
 from sparkload.pipeline.destination_dataset import open_dataset
 from sparkload.pipeline.drop import (
     DropResult,
     Refresh,
     RefreshMode,
-    apply_refresh,
     drop_pipeline_resources,
-    plan_refresh,
     refresh_mode,
 )
 from sparkload.pipeline.engine_check import check_engine_sees
-from sparkload.pipeline.extract_jobs import extract_jobs
-from sparkload.pipeline.load_info import LoadedTable, LoadInfo, rows_by_reason_of
+from sparkload.pipeline.extract_step import extract_batch, schedule_jobs
+from sparkload.pipeline.load_info import LoadInfo
+from sparkload.pipeline.load_step import load_staged
 from sparkload.pipeline.lock import RunLock
 from sparkload.pipeline.logs import apply_log_level
 from sparkload.pipeline.plan import Plan, make_plan
@@ -91,19 +61,12 @@ from sparkload.pipeline.progress import LogProgress, Progress, TqdmProgress
 from sparkload.pipeline.sql_client import SqlClient
 from sparkload.pipeline.step import pipeline_step
 from sparkload.pipeline.trace import PipelineTrace
-from sparkload.pipeline.trace_file import read_trace, save_trace
+from sparkload.pipeline.trace_file import read_trace
 
 if TYPE_CHECKING:  # pyspark comes with the engine extra the user installs
     from pyspark.sql import DataFrame, SparkSession
 
 logger = logging.getLogger(__name__)
-
-_PARQUET = ".parquet"
-# The order in which extract(), normalize() and load() called one by one add up to one
-# trace; "run" comes first because a run always starts a trace of its own.
-_STEP_ORDER = ("run", "extract", "normalize", "load")
-# Tables normalized at once (each is a few engine calls; see common/side_by_side.py).
-_CONCURRENT_TABLES = 4
 
 
 def pipelines_dir_path(pipelines_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -115,100 +78,6 @@ def pipelines_dir_path(pipelines_dir: str | os.PathLike[str] | None = None) -> P
     if from_environment:
         return local_folder("SPARKLOAD_PIPELINES_DIR", from_environment)
     return Path.home() / ".sparkload" / "pipelines"
-
-
-def _new_load_id() -> str:
-    # Wall-clock based like dlt's, so ids sort in creation order; not the execution_time,
-    # which tests fix and two runs may share.
-    return f"{time.time():.6f}"
-
-
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def _locked(method: _Method, *, engine_first: bool = True) -> _Method:
-    """Run ``method`` holding the pipeline's run lock (one run of a pipeline at a time);
-    the engine is ready before it begins, unless ``engine_first`` is False."""
-
-    @functools.wraps(method)
-    def locked(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
-        apply_log_level()  # as set now: a notebook may have changed it since the last run
-        with self._lock.held(), self._session_scope(wait_for_engine=engine_first):
-            return method(self, *args, **kwargs)
-
-    return cast(_Method, locked)
-
-
-def _locked_engine_later(method: _Method) -> _Method:
-    """``_locked`` for a method that starts the engine as it begins and waits for it, outside
-    its steps, only where it first needs it (run() and extract())."""
-    return _locked(method, engine_first=False)
-
-
-def _traced(call: str) -> Callable[[_Method], _Method]:
-    """Record ``method`` (``call``: run, extract, normalize or load) in a trace, saved in the
-    working directory when it starts and when it ends, by returning or by an exception.
-    Called from another traced method (run calls load), it adds to that one's trace."""
-
-    def decorate(method: _Method) -> _Method:
-        @functools.wraps(method)
-        def traced(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
-            if self._running_trace is not None:
-                return method(self, *args, **kwargs)
-            trace = self._next_trace(call)
-            self._running_trace = self._last_trace = trace
-            self._save_trace(trace)
-            run_lineage = lineage.started(self, call, args, kwargs)
-            try:
-                result = method(self, *args, **kwargs)
-            except BaseException as exc:
-                trace.finish(exc)
-                raise
-            else:
-                trace.finish()
-                return result
-            finally:
-                self._running_trace = None
-                self._save_trace(trace)
-                lineage.finished(run_lineage, trace)
-
-        return cast(_Method, traced)
-
-    return decorate
-
-
-def _untraced(method: _Method) -> _Method:
-    """Run ``method`` (a plan) without a trace of its own: the steps it runs are not a run,
-    and the trace of the last run stays the last trace."""
-
-    @functools.wraps(method)
-    def untraced(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
-        if self._running_trace is not None:
-            return method(self, *args, **kwargs)
-        self._running_trace = PipelineTrace(self.pipeline_name)
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self._running_trace = None
-
-    return cast(_Method, untraced)
-
-
-@dataclasses.dataclass
-class RunArguments:
-    """What run(), plan() and extract() are told besides the data."""
-
-    table_name: str | None
-    hints: TableHintArgs
-    execution_time: datetime.datetime | str | None
-
-    def __post_init__(self) -> None:
-        # One clock for the whole call: every batch and the plan see the same time. Any
-        # form a user passes (pendulum's DateTime, a naive or aware datetime, ISO text)
-        # becomes one aware stdlib UTC datetime here.
-        self.clock = (
-            as_utc(self.execution_time, "execution_time") if self.execution_time is not None else now()
-        )
 
 
 class Pipeline:
@@ -322,33 +191,6 @@ class Pipeline:
         return Folder(f"{self._reachable_dir}/{self.packages_dir.name}")
 
     @property
-    def _extracted_copies(self) -> Folder:
-        """Where the engine reads extracted files when it cannot read the working folder:
-        ``<dataset>/_sparkload_extracted/<pipeline>/<load_id>/<table>/...``, beside the
-        staged packages (a folder of its own, so that no listing of those takes it for one)."""
-        base = self._staged.uri.rsplit("/", 2)[0]
-        return Folder(f"{base}/{EXTRACTED_COPIES_FOLDER}/{self.pipeline_name}")
-
-    def _engine_files(self, package: LoadPackage) -> EngineFiles:
-        """Where the engine reads ``package``'s extracted files (starts the engine)."""
-        self.spark  # noqa: B018 - the engine check decides
-        if self._engine_reads_working_dir:
-            return EngineFiles(package.extracted_dir)
-        return EngineFiles(package.extracted_dir, self._extracted_copies.child(package.load_id).uri)
-
-    def _delete_extracted(self, package: LoadPackage) -> None:
-        """Delete an extracted package, with the copy of its files the engine read."""
-        package.delete()
-        if not self._engine_reads_working_dir:
-            self._extracted_copies.child(package.load_id).delete()
-
-    def _delete_all_extracted(self) -> None:
-        """Delete every extracted package, with any copies of their files (whichever engine
-        made them: no engine need start for this)."""
-        self._extracted.delete()
-        self._extracted_copies.delete()
-
-    @property
     def _staged(self) -> Folder:
         """Normalized packages waiting for their load, beside the data (or in the catalog
         destination's staging folder) so that any machine running this pipeline finishes them."""
@@ -359,7 +201,7 @@ class Pipeline:
         """dlt's ``pipeline.state``: the state the newest extract left while its package
         waits to load (its cursors already taken, as dlt's extract keeps them), else the
         committed state (``committed_state``). Reading it starts no engine."""
-        pending = self._pending_state()
+        pending = working_folder.pending_state(self)
         return pending if pending is not None else self.committed_state
 
     @property
@@ -380,7 +222,7 @@ class Pipeline:
         directory last saw it committed (empty if it has none); read without the engine or
         the destination's state table: what a source function's body, or a source iterated
         by hand, sees of its state."""
-        pending = self._pending_state()
+        pending = working_folder.pending_state(self)
         if pending is not None:
             return pending
         if self._state is not None:
@@ -388,27 +230,9 @@ class Pipeline:
         return state_store.read_local(self.working_dir) or empty_state()
 
     def _synced_state(self) -> PipelineState:
-        """The committed state, compared with the destination's once (the destination holds
-        the authoritative copy; the working directory's may be older, or gone)."""
-        if self._state is None or not self._state_synced:
-            local = state_store.read_local(self.working_dir)
-            local_version = int(local["_state_version"]) if local else 0
-            remote = self._destination_state.read(
-                self.destination_dataset, self.pipeline_name, local_version, self.working_dir
-            )
-            if remote is None and local_version > 0:
-                # Not another run's doing (that leaves a newer state): the dataset is gone.
-                raise DestinationStateMissingError(
-                    self.pipeline_name, self.destination_dataset.shown, local_version
-                )
-            if local is None and remote is not None:
-                state_store.write_local(self.working_dir, remote)  # the cache, restored
-            candidates = [s for s in (local, remote) if s is not None]
-            self._state = (
-                max(candidates, key=lambda s: s.get("_state_version", 0)) if candidates else empty_state()
-            )
-            self._state_synced = True
-        return self._state
+        """The committed state, compared with the destination's once (see
+        ``pipeline/working_folder.py``)."""
+        return working_folder.synced_state(self)
 
     @property
     def default_schema_name(self) -> str | None:
@@ -423,21 +247,11 @@ class Pipeline:
         state = self.state
         with self._session_scope():
             return schema_view.read_schema(
-                self.pipeline_name, state, self.destination_dataset, self._pending_shapes(state)
+                self.pipeline_name,
+                state,
+                self.destination_dataset,
+                working_folder.pending_shapes(self, state),
             )
-
-    def _pending_shapes(self, state: Mapping[str, Any]) -> list[schema_view.PendingTable]:
-        """The tables of the packages waiting to load, oldest package first."""
-        shapes: list[tuple[str, list[schema_view.PendingTable]]] = []
-        for package in list_packages(self._extracted):
-            if package.has(EXTRACT_MANIFEST):
-                tables = ExtractManifest.read(package).tables
-                shapes.append((package.load_id, schema_view.extracted_shapes(tables)))
-        for package in list_packages(self._staged):
-            if package.has(NORMALIZE_MANIFEST):
-                normalized = NormalizeManifest.read(package).tables
-                shapes.append((package.load_id, schema_view.normalized_shapes(normalized, state)))
-        return [shape for _, found in sorted(shapes, key=lambda entry: entry[0]) for shape in found]
 
     @property
     def schemas(self) -> dict[str, schema_view.Schema]:
@@ -465,8 +279,8 @@ class Pipeline:
         return SqlClient(self.dataset())
 
     # -- the steps ----------------------------------------------------------------------------
-    @_locked_engine_later
-    @_traced("run")
+    @locked_engine_later
+    @traced("run")
     def run(
         self,
         data: Any = None,
@@ -504,7 +318,7 @@ class Pipeline:
             if any(package.is_normalized() for package in list_packages(self._staged)):
                 info = self.load()
                 # Nothing loaded: every package was overtaken by another run and discarded
-                # (see ``_claim``), so this run extracts its data from the state that run committed.
+                # (see ``load_step.claim``), so this run extracts its data from the state that run committed.
                 if info.loads_ids:
                     if data is not None:
                         logger.warning(
@@ -530,8 +344,8 @@ class Pipeline:
         self._trace().last_load_info = info
         return info
 
-    @_locked
-    @_untraced
+    @locked
+    @untraced
     def plan(
         self,
         data: Any,
@@ -571,8 +385,8 @@ class Pipeline:
         run_args = dict(args.hints, data=data, table_name=table_name, restate=restate, start=start, end=end)
         return make_plan(self, scheduled, run_args, clock, normalized, extracted)
 
-    @_locked_engine_later
-    @_traced("extract")
+    @locked_engine_later
+    @traced("extract")
     def extract(
         self,
         data: Any,
@@ -607,38 +421,7 @@ class Pipeline:
     ) -> schedule.Scheduled:
         """The resources to extract and the packages to extract them into; with a refresh,
         the first package's resources and base state are those after its drop."""
-        mode = refresh_mode(refresh) or self.refresh
-        clock = args.clock
-        with pipeline_step("extract", None, trace=self._trace(), timed=False):
-            jobs = extract_jobs(data, self.pipeline_name, args.table_name, args.hints)
-            schedule.refuse_time_ranges_without_intervals(jobs)
-            schedule.refuse_bad_hint_combinations(jobs)
-        # The engine, started as the run began, is waited for here, outside the step: one
-        # that could not start fails the run with its own error, as it always did.
-        self.spark  # noqa: B018
-        with pipeline_step("extract", None, trace=self._trace(), timed=False):
-            counted_from = self._extract_base()
-            restated = None
-            # The run's own range: a restatement gives each restated resource its range instead.
-            span = Span.of(start, end) if not restate and (start is not None or end is not None) else None
-            if restate:
-                restated = restatement.restate(
-                    jobs, restate, start, end, counted_from, clock, pipeline_name=self.pipeline_name
-                )
-                jobs, counted_from = restated.jobs, restated.state
-                for note in restated.notes:
-                    logger.warning(note)
-            refreshing = None
-            if mode is not None:
-                if restate:
-                    raise ResourceError("refresh= and restate= do not go together: a refresh reloads all")
-                refreshing = plan_refresh(mode, counted_from, self.destination_dataset, jobs)
-                counted_from = refreshing.state
-            spans = restated.spans() if restated is not None else None
-            batches = schedule.batches(jobs, counted_from, clock, span, spans)
-            if refreshing is not None and batches:
-                batches[0] = schedule.Batch(refreshing.jobs(batches[0].jobs), batches[0].windows)
-            return schedule.Scheduled(jobs, batches, restated, refresh=refreshing)
+        return schedule_jobs(self, data, args, restate, start, end, refresh)
 
     def _extract_batch(
         self,
@@ -647,58 +430,12 @@ class Pipeline:
         clock: datetime.datetime,
         refresh: Refresh | None = None,
     ) -> str:
-        trace = self._trace()
-        load_id = _new_load_id()
-        package = LoadPackage(self._extracted, load_id)
-        with pipeline_step(
-            "extract",
-            load_id,
-            trace=trace,
-            progress=self.progress,
-            cleanup=functools.partial(self._delete_extracted, package),
-        ) as step:
-            # A refresh's package starts from the state without what it drops.
-            base = refresh.state if refresh is not None else self._extract_base()
-            working_state = copy.deepcopy(base)
-            engine_files = self._engine_files(package)
-            inference = SchemaInference(self.spark, engine_files.engine_path)
-            try:
-                with context.extraction(self, working_state, batch.windows, clock):
-                    extractor = Extractor(
-                        package.extracted_dir,
-                        self.progress,
-                        inference.file_closed,
-                        spark=lambda: self.spark,
-                        engine_files=engine_files,
-                    )
-                    tables = extractor.run(batch.jobs)
-            except BaseException:
-                inference.cancel()
-                raise
-            step.tables = {name: {"rows": table.rows} for name, table in tables.items()}
-            for name, schema in inference.results().items():
-                tables[name].json_schema = schema
-            self._schema_files.apply_import(tables)
-            schedule.refuse_bad_table_hints(tables.values())
-            _add_empty_replace_tables(batch.jobs, tables, batch.windows, working_state)
-            _add_time_ranges(batch.jobs, tables, batch.windows)
-            schedule.record_windows(working_state, batch, schedule.sources_by_resource(jobs))
-            resource_tables.record(working_state, batch.jobs, tables.values())
-            _record_keys(working_state, tables.values())
-            schema_view.record(working_state, tables.values())
-            ExtractManifest(
-                load_id=load_id,
-                pipeline_name=self.pipeline_name,
-                execution_time=clock.isoformat(),
-                tables=list(tables.values()),
-                state=state_store.dumps_state(state_store.next_version(base, working_state)).decode(),
-                base_version=int(base["_state_version"]),
-                refresh=refresh.manifest() if refresh is not None else None,
-            ).write(package)
-        return load_id
+        """Extract ``batch`` into a new package; returns its load id (see
+        ``pipeline/extract_step.py``)."""
+        return extract_batch(self, jobs, batch, clock, refresh)
 
-    @_locked
-    @_traced("normalize")
+    @locked
+    @traced("normalize")
     def normalize(self) -> list[str]:
         """Normalize every extracted package into a package beside the dataset; returns
         their load ids."""
@@ -706,7 +443,8 @@ class Pipeline:
         done = []
         for package in list_packages(self._extracted):
             if not package.is_extracted():
-                self._delete_extracted(package)  # an extract that never finished: its items were not consumed
+                # An extract that never finished: its items were not consumed.
+                working_folder.delete_extracted(self, package)
                 continue
             staged = LoadPackage(self._staged, package.load_id)
             if not staged.is_normalized():
@@ -714,255 +452,38 @@ class Pipeline:
                 with pipeline_step(
                     "normalize", package.load_id, trace=trace, progress=self.progress, cleanup=staged.delete
                 ) as step:
-                    step.tables = _normalized_counts(self._normalize_package(package, staged))
+                    step.tables = normalized_counts(self._normalize_package(package, staged))
             # The staged package now carries everything the load needs.
-            self._delete_extracted(package)
+            working_folder.delete_extracted(self, package)
             done.append(package.load_id)
         return done
 
     def _normalize_package(self, package: LoadPackage, staged: LoadPackage) -> NormalizeManifest:
-        """Normalize ``package`` into ``staged``; returns the manifest written there."""
-        manifest = ExtractManifest.read(package)
-        extracted_tables = manifest.tables
-        refresh = manifest.refresh or {}
-        # Tables the load's refresh drops before its first commit (drop_data keeps them).
-        dropped = (
-            frozenset(refresh.get("tables") or ()) if refresh.get("mode") != "drop_data" else frozenset()
+        """Normalize ``package`` into ``staged`` (see ``normalize/package.py``)."""
+        return normalize_package(
+            self.spark,
+            package,
+            staged,
+            working_folder.engine_files(self, package),
+            table_schema=lambda table: self.destination_dataset.table(table).schema(),
+            committed_state=self._synced_state,
+            recorded_columns=schema_view.recorded_columns,
+            on_tables=self.progress.total,
+            on_table=self.progress.table,
         )
-        # The column hints each table was last loaded with, which a contract's data_type mode
-        # compares hints with; read once, before the tables normalize side by side, and only
-        # where a contract asks (it reads the committed state).
-        judged = any(_judges_hints(extracted.hints) for extracted in extracted_tables)
-        engine_files = self._engine_files(package)
-        engine_files.publish_all()
-        committed = self._synced_state() if judged else {}
-        # Tables normalize independently of each other: side by side, so that the engine
-        # calls of many small tables overlap.
-        tasks = [
-            functools.partial(
-                self._normalize_table, package, staged, extracted, dropped, committed, engine_files
-            )
-            for extracted in extracted_tables
-            if extracted.rows
-        ]
-        self.progress.total(len(tasks))
-        normalized = run_side_by_side(tasks, _CONCURRENT_TABLES, "normalize")
-        families = [table for family in normalized for table in family]
-        normalized_manifest = NormalizeManifest(
-            load_id=package.load_id,
-            execution_time=manifest.execution_time,
-            tables=families,
-            hints={extracted.name: extracted.hints for extracted in extracted_tables},
-            state=manifest.state,
-            base_version=manifest.base_version,
-            refresh=manifest.refresh,
-            files=_normalized_files(staged, [table.rows_folder for table in families if table.rows]),
-        )
-        normalized_manifest.write(staged)
-        return normalized_manifest
 
-    def _normalize_table(
-        self,
-        package: LoadPackage,
-        staged: LoadPackage,
-        extracted: ExtractedTable,
-        dropped: frozenset[str],
-        committed: Mapping[str, Any],
-        engine_files: EngineFiles,
-    ) -> list[NormalizedTable]:
-        """One extracted table, with its nested tables; ``dropped`` are the tables the load's
-        refresh drops, which the schema contract judges as not there (as dlt does);
-        ``committed`` the committed state (where a contract judges column hints)."""
-        name = extracted.name
-        replacing = extracted.hints.rebuilds
-
-        def destination_schema(table: str) -> Any:
-            # A replaced table takes the load's types; other tables keep theirs.
-            return None if replacing else self.destination_dataset.table(table).schema()
-
-        def contract_schema(table: str) -> Any:
-            return None if table in dropped else self.destination_dataset.table(table).schema()
-
-        try:
-            # Column hints changing a column's type go by the contract's data_type mode.
-            hints = apply_contract_to_hints(
-                name,
-                extracted.hints,
-                contract_schema(name),
-                schema_view.recorded_columns(committed, name),
-            )
-            normalizer = TableNormalizer(self.spark, package.load_id, hints, destination_schema)
-            tables = normalizer.normalize(
-                name,
-                package.extracted_table_dir(name),
-                staged.normalized_uri,
-                extracted.json_schema,
-                engine_files,
-            )
-            _refuse_lost_rows(package, extracted, tables[0].rows)
-            # The schema contract judges against the tables as they are, replaced or not,
-            # but for those the refresh drops first.
-            tables = apply_schema_contract(
-                self.spark,
-                tables,
-                staged.normalized_uri,
-                extracted.hints.schema_contract,
-                contract_schema,
-            )
-            # Data-quality expectations, before any commit: may refuse the load or drop rows.
-            tables = apply_expectations(
-                self.spark, tables, staged.normalized_uri, extracted.hints.expectations, extracted.resource
-            )
-            self.progress.table(name)
-            return tables
-        except SparkloadError:
-            raise
-        except Exception as exc:
-            raise NormalizeError(
-                f"table '{name}' (resource '{extracted.resource}'): {exc}. The extracted "
-                "package stays in the working directory and the next run retries it; "
-                "pipeline.drop_pending_packages() discards it",
-                table=name,
-            ) from exc
-
-    @_locked
-    @_traced("load")
+    @locked
+    @traced("load")
     def load(self) -> LoadInfo:
         """Load every normalized package, each followed by its state; returns what all of
         them loaded."""
-        trace = self._trace()
-        info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
-        for package in list_packages(self._staged):
-            if not package.is_normalized():
-                # A normalize cut short; its extracted package, if any, normalizes again.
-                package.delete()
-                continue
-            with pipeline_step(
-                "load", package.load_id, trace=trace, progress=self.progress, advice=_load_advice
-            ) as step:
-                normalized = NormalizeManifest.read(package)
-                _refuse_damaged_normalized_files(package, normalized.files)
-                overtaken = None
-                if not package.has(LOADED_MANIFEST):
-                    overtaken = self._claim(package, normalized.base_version)
-                if overtaken is not None:
-                    step.tables = {}
-                    info.notes.append(self._discard_overtaken(overtaken))
-                    break
-                loader = Loader(
-                    self.spark,
-                    self.destination_dataset,
-                    package,
-                    on_table=self.progress.table,
-                    on_tables=self.progress.total,
-                    on_destructive_change=self.on_destructive_change,
-                    recorded_keys=self._synced_state().get(destructive.KEYS_STATE),
-                )
-                # A load refused by its checks must not have dropped the refreshed tables.
-                loader.check()
-                apply_refresh(self.destination_dataset, package, normalized.refresh)
-                loads = loader.load()
-                step.tables = {entry.table: {"rows": entry.rows, "version": entry.version} for entry in loads}
-                new_state = state_store.loads_state(normalized.state)
-                if new_state.get("_state_version", 0) > self._synced_state().get("_state_version", 0):
-                    state_store.write_destination(
-                        self.destination_dataset, self.pipeline_name, new_state, package.load_id
-                    )
-                    committed = self._destination_state.committed(
-                        self.destination_dataset, self.pipeline_name, package.load_id
-                    )
-                    state_store.write_local(self.working_dir, new_state, committed)
-                    self._state = new_state
-            package_info = LoadInfo(
-                self.pipeline_name,
-                self.dataset_uri,
-                package.load_id,
-                [LoadedTable(**entry.to_dict(), load_id=package.load_id) for entry in loads],
-                list(trace.timings),
-                [
-                    f"table '{table.name}': column name collision resolved: {note}"
-                    for table in normalized.tables
-                    for note in table.collisions
-                ]
-                + loader.notes,
-                [package.load_id],
-                rows_by_reason_of(package.load_id, normalized.tables),
-            )
-            info = info.followed_by(package_info)
-            # Its files go now: what `sparkload pipeline <name> load-package` shows of it stays.
-            load_packages.record_loaded(self.working_dir, package, [entry.to_dict() for entry in loads])
-            package.delete()
-        if info.loads_ids and self._schema_files.configured:
-            state = self._synced_state()
-            self._schema_files.after_load(
-                schema_view.read_schema(self.pipeline_name, state, self.destination_dataset),
-                schema_view.declared_schema(self.pipeline_name, state),
-            )
-        trace.last_load_info = info
-        return info
+        return load_staged(self)
 
-    def _extract_base(self) -> PipelineState:
-        """The state a new extract starts from: the newest pending package's (its cursors
-        are already taken, as in dlt), else the committed one."""
-        pending = self._pending_state()
-        if pending is None:
-            # Read afresh: another process or machine may have run the pipeline since.
-            self._state_synced = False
-            return self._synced_state()
-        return pending
-
-    def _pending_state(self) -> PipelineState | None:
-        """The state in the newest package waiting to be loaded (None without one)."""
-        pending = [
-            (package.load_id, manifest.read(package).state)
-            for folder, name, manifest in (
-                (self._extracted, EXTRACT_MANIFEST, ExtractManifest),
-                (self._staged, NORMALIZE_MANIFEST, NormalizeManifest),
-            )
-            for package in list_packages(folder)
-            if package.has(name)
-        ]
-        return state_store.loads_state(max(pending)[1]) if pending else None
-
-    def _claim(self, package: LoadPackage, base_version: int) -> OvertakenPackageError | None:
-        """Before a package's first commit: check that no other run loaded since it was
-        extracted, then mark it started, so that from here on it is always finished. A
-        package another run overtook is not marked: what overtook it is returned."""
-        remote = self._destination_state.read(
-            self.destination_dataset, self.pipeline_name, base_version, self.working_dir
-        )
-        committed = int(remote["_state_version"]) if remote else 0
-        if committed == 0 and base_version > 0:
-            # No run commits version 0 over a later one: the dataset is gone, not overtaken.
-            raise DestinationStateMissingError(
-                self.pipeline_name, self.destination_dataset.shown, base_version
-            )
-        if committed != base_version:
-            return OvertakenPackageError(self.pipeline_name, package.load_id, base_version, committed)
-        package.write(LOADED_MANIFEST, {})
-        return None
-
-    def _discard_overtaken(self, overtaken: OvertakenPackageError) -> str:
-        """Drop the overtaken package and every package after it (each was extracted from
-        the state before it), and say so. Nothing of them was committed; the other run
-        loaded from the same cursors, and the next extract starts from the state it
-        committed, so a scheduled job carries on without loading a row twice or needing a
-        person to drop the packages."""
-        self._delete_all_extracted()
-        self._staged.delete()
-        self._state_synced = False
-        note = (
-            f"load package {overtaken.load_id}: {overtaken}. It was discarded unloaded, with any "
-            "package extracted after it"
-        )
-        logger.warning(note)
-        return note
-
-    @_locked
+    @locked
     def drop_pending_packages(self) -> None:
         """Discard load packages that were extracted but not loaded (dlt's method); tables
         a partly loaded package already committed keep its rows."""
-        self._delete_all_extracted()
+        working_folder.delete_all_extracted(self)
         self._staged.delete()
 
     @property
@@ -996,31 +517,21 @@ class Pipeline:
             if package.is_planned():
                 package.delete()
 
-    @_locked
+    @locked
     def drop(self) -> None:
         """Forget the local working directory: state and pending packages (not the data)."""
         shutil.rmtree(self.working_dir, ignore_errors=True)
         self.working_dir.mkdir(parents=True, exist_ok=True)
         self._state = None
 
-    @_locked
+    @locked
     def restore_working_folder(self) -> PipelineState:
         """Rebuild the working folder from the destination (dlt's ``pipeline sync``): its
         state, packages and records go, and the state the destination committed last is
         written in their place; returns that state. Normalized packages beside the dataset
         stay: they are the destination's, and the next run loads them. Refused, with the
         folder left as it is, when the destination holds no state of this pipeline."""
-        remote = state_store.read_destination(self.destination_dataset, self.pipeline_name)
-        if remote is None:
-            raise SparkloadError(
-                f"pipeline '{self.pipeline_name}' has no state in {self.dataset_uri}: nothing to "
-                "restore (the working folder is left as it is)"
-            )
-        shutil.rmtree(self.working_dir, ignore_errors=True)
-        pipeline_file.write_pipeline_file(self.working_dir, self.destination, self.dataset_name)
-        state_store.write_local(self.working_dir, remote)
-        self._state, self._state_synced = remote, True
-        return remote
+        return working_folder.restore(self)
 
     # -- load packages (dlt's names) -------------------------------------------------------------
     def list_extracted_load_packages(self) -> list[str]:
@@ -1050,7 +561,7 @@ class Pipeline:
         extracted for its apply()."""
         return load_packages.pending_infos(self._extracted, self._staged)
 
-    @_locked
+    @locked
     def drop_resources(
         self, resources: Sequence[str] | None = None, *, state_only: bool = False
     ) -> DropResult:
@@ -1078,159 +589,8 @@ class Pipeline:
             return PipelineTrace(self.pipeline_name)
         return self._running_trace
 
-    def _next_trace(self, call: str) -> PipelineTrace:
-        """The trace a traced method starts: a new one, but extract, normalize and load called
-        in that order add up to one trace, as in dlt, as long as each succeeds."""
-        previous = self._last_trace
-        continues = (
-            previous is not None
-            and previous.error is None
-            and previous.calls[-1:] in (["extract"], ["normalize"])
-            and _STEP_ORDER.index(call) > _STEP_ORDER.index(previous.calls[-1])
-        )
-        trace = previous if continues and previous is not None else PipelineTrace(self.pipeline_name)
-        trace.start(call)
-        return trace
-
-    def _save_trace(self, trace: PipelineTrace) -> None:
-        try:
-            save_trace(self.working_dir, trace)
-        except OSError as exc:
-            # The trace is a record of the run: not being able to write it does not fail one.
-            logger.warning("pipeline '%s': the trace could not be saved: %s", self.pipeline_name, exc)
-
     def __repr__(self) -> str:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
-
-
-def _load_advice(error: Exception) -> str:
-    """What a failed load's message ends with: what became of its package."""
-    if isinstance(error, (DamagedFileError, DestinationStateMissingError)):
-        return ""  # the error says what to do itself
-    if isinstance(error, SparkloadError):
-        # A refused load (bad hints, duplicate keys, a type conflict) changes nothing;
-        # the package waits so a fixed run can retry it, or it can be dropped.
-        return (
-            "The load package stays in the working directory and the next run retries "
-            "it; pipeline.drop_pending_packages() discards it"
-        )
-    return ""
-
-
-def _normalized_counts(manifest: NormalizeManifest) -> dict[str, dict[str, int]]:
-    """Rows and Parquet files per table of a normalized package, for its trace step."""
-    return {
-        table.name: {"rows": table.rows, "files": len(manifest.files_of(table))} for table in manifest.tables
-    }
-
-
-def _refuse_lost_rows(package: LoadPackage, extracted: ExtractedTable, normalized_rows: int) -> None:
-    """Stop before any commit when the staged files hold other than the rows extract wrote
-    (lines deleted from a staged file): the count normalize's profile already took, against
-    extract.json's, so the check costs nothing."""
-    if normalized_rows == extracted.rows:
-        return
-    folder = package.extracted_table_dir(extracted.name)
-    raise DamagedFileError(
-        f"load package {package.load_id}, table '{extracted.name}': extract wrote {extracted.rows} "
-        f"rows, but the staged files in {folder} hold {normalized_rows}; they were changed after "
-        "extract. pipeline.drop_pending_packages() discards the package, and the next run "
-        "extracts its data again",
-        path=str(folder),
-        load_id=package.load_id,
-        table=extracted.name,
-        expected_rows=extracted.rows,
-        found_rows=normalized_rows,
-    )
-
-
-def _normalized_files(staged: LoadPackage, folders: list[str]) -> dict[str, dict[str, int]]:
-    """The Parquet files normalize wrote, by the folder of each table's rows, with their
-    sizes: what the load checks before its first commit (a listing per table, no engine
-    call)."""
-    return {name: Folder(staged.normalized_table_uri(name)).file_sizes(_PARQUET) for name in folders}
-
-
-def _refuse_damaged_normalized_files(package: LoadPackage, written: Mapping[str, Mapping[str, int]]) -> None:
-    """Stop before the load when a normalized file is gone or changed size since normalize
-    wrote it: Spark would load fewer rows without a word, or fail on it mid-load."""
-    for folder, files in written.items():
-        table = folder.split(".", 1)[0]  # a folder of kept rows is "<table>.kept<n>"
-        found = Folder(package.normalized_table_uri(folder)).file_sizes(_PARQUET)
-        for name, size in files.items():
-            if found.get(name) == size:
-                continue
-            path = f"{package.normalized_table_uri(folder)}/{name}"
-            what = (
-                "is missing"
-                if name not in found
-                else f"holds {found[name]} bytes, not the {size} normalize wrote"
-            )
-            raise DamagedFileError(
-                f"load package {package.load_id}, table '{table}': the normalized file {path} {what}; "
-                "the load stopped before committing from it. pipeline.drop_pending_packages() discards "
-                "the package, and the next run extracts its data again",
-                path=path,
-                load_id=package.load_id,
-                table=table,
-            )
-
-
-def _add_empty_replace_tables(
-    jobs: list[ExtractJob],
-    tables: dict[str, ExtractedTable],
-    windows: Mapping[str, Window],
-    state: PipelineState,
-) -> None:
-    """A replace resource empties every table it filled before that it yields nothing for
-    now, as in dlt: its own table, the tables its rows were routed to (a table-name
-    function, ``sl.mark.with_table_name``), which the state records. An interval resource
-    that yielded nothing for its window still empties the window."""
-    recorded = resource_tables.root_tables(state)
-    for entry in every_entry(jobs):
-        resource = entry.resource
-        names = []
-        if resource.hints.starts_over:
-            names = recorded.get((entry.source_name, resource.name), [])
-        if (resource.hints.starts_over or resource.name in windows) and not callable(resource.table_name):
-            names = [*names, normalize_table_name(str(resource.table_name))]
-        for name in names:
-            if name not in tables:
-                hints = load_hints(resource.hints, entry.root_key, entry.max_table_nesting)
-                tables[name] = ExtractedTable(name, resource.name, hints, 0)
-
-
-def _judges_hints(hints: LoadHints) -> bool:
-    """Whether a table's contract judges its column hints (data_type other than evolve)."""
-    contract = hints.schema_contract or {}
-    return bool(hints.columns) and contract.get("data_type", "evolve") != "evolve"
-
-
-def _record_keys(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
-    """Remember the keys each merged table is loaded with: changing them is destructive.
-    A table rebuilt by another disposition (replace) starts over: what it was is forgotten."""
-    for table in tables:
-        if table.rows and table.hints.disposition == "merge":
-            keys = destructive.keys_of(table.name, table.hints)
-            state.setdefault(destructive.KEYS_STATE, {})[table.name] = keys
-        elif table.hints.rebuilds:
-            state.get(destructive.KEYS_STATE, {}).pop(table.name, None)
-
-
-def _add_time_ranges(
-    jobs: list[ExtractJob], tables: dict[str, ExtractedTable], windows: Mapping[str, Window]
-) -> None:
-    """Tell the loader which window each interval resource's tables replace."""
-    specs = {entry.resource.name: entry.resource.intervals for entry in every_entry(jobs)}
-    for table in tables.values():
-        window = windows.get(table.resource)
-        spec = specs.get(table.resource)
-        if window is None or spec is None:
-            continue
-        time_range = TimeRangeSpec(
-            normalize_column_path(spec.time_column), window.start, window.end, spec.time_column_format
-        )
-        table.hints = dataclasses.replace(table.hints, time_range=time_range)
 
 
 def pipeline(
