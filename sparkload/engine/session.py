@@ -43,10 +43,22 @@ def resolve_spark(spark: Any = None) -> Any:
     if _embedded_engine_chosen(url):
         # Its server starts while PySpark's Connect client is imported below (embedded.py).
         start_in_background()
+    # Two threads importing one module at once can each see it half made (Python's import
+    # lock gives the second a partly initialised module to avoid a deadlock): the client
+    # this thread is about to import must first be whole, if a run began importing it.
+    _wait_for_client_import()
     active = _active_session()
     if active is not None:
         return active
     return session_for(embedded_remote_url())
+
+
+def _wait_for_client_import() -> None:
+    """Wait for ``start_engine_early``'s import of PySpark's Connect client, if it runs."""
+    with _lock:
+        importing = _client_import
+    if importing is not None and importing is not threading.current_thread():
+        importing.join()
 
 
 def start_engine_early(spark: Any = None) -> None:
