@@ -23,7 +23,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkload.common.engine_family import write_parquet
 from sparkload.common.folder import Folder
 from sparkload.common.hints import LoadHints
 from sparkload.common.naming import PATH_SEPARATOR
@@ -39,6 +38,7 @@ from sparkload.normalize.hinted_collisions import refuse_hints_on_collided_colum
 from sparkload.normalize.infer import ColumnSpec, infer_columns
 from sparkload.normalize.json_schema import INFER_ALL, needs_rewrite
 from sparkload.normalize.slices import SLICE_COLUMNS, StagedTable
+from sparkload.normalize.staged_schema import stage
 from sparkload.normalize.system_keys import refuse_repeated_ids, take_system_columns
 
 logger = logging.getLogger(__name__)
@@ -235,8 +235,7 @@ class TableNormalizer:
         columns = [leaf.selected() for leaf in flat.leaves]
         columns += [nested.column.alias(_NESTED_PREFIX + nested.table) for nested in flat.nested]
         columns += [row_id.alias(ID), F.lit(self.load_id).alias(LOAD_ID)]
-        write_parquet(raw.select(*columns), target, "overwrite")
-        staged = self.spark.read.parquet(target)
+        staged = self._stage(raw.select(*columns), target)
         if given_id is not None:
             refuse_repeated_ids(staged, table, self.load_id)
         result = [
@@ -276,6 +275,11 @@ class TableNormalizer:
         system = [T.StructField(ID, T.StringType()), T.StructField(LOAD_ID, T.StringType())]
         return StagedTable(self.spark, target, T.StructType([*raw_schema.fields, *system]), summary)
 
+    def _stage(self, frame: DataFrame, target: str) -> DataFrame:
+        """Write ``frame`` as the Parquet folder ``target`` and read it back with the schema
+        it was written with (no read of the files' footers: on Apache Spark, a job)."""
+        return self.spark.read.schema(stage(frame, target)).parquet(target)
+
     def _nested(
         self,
         nested: NestedList,
@@ -314,8 +318,7 @@ class TableNormalizer:
             F.col(ROOT_ID),
         ]
         target = f"{out_uri}/{name}"
-        write_parquet(exploded.select(*columns), target, "overwrite")
-        staged = self.spark.read.parquet(target)
+        staged = self._stage(exploded.select(*columns), target)
         result = [
             self._describe(
                 name, parent_table, root, StagedTable(self.spark, target, staged.schema), flat, system

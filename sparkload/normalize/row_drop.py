@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sparkload.common.engine_family import write_parquet
 from sparkload.common.system_columns import ID, PARENT_ID
 from sparkload.normalize.normalizer import NormalizedTable
+from sparkload.normalize.staged_schema import read_staged, stage
 
 
 def drop_rows(
@@ -39,7 +39,7 @@ def drop_rows(
     result = []
     for table in family:
         ids = dropped.get(table.name)
-        rows = spark.read.parquet(f"{normalized_uri}/{table.rows_folder}")
+        rows = read_staged(spark, f"{normalized_uri}/{table.rows_folder}")
         parent_gone = gone.get(table.parent) if table.parent is not None else None
         if parent_gone is not None:
             under = rows.join(parent_gone.select(F.col(ID).alias(PARENT_ID)), PARENT_ID, "left_semi")
@@ -48,10 +48,9 @@ def drop_rows(
             result.append(table)
             continue
         folder = f"{table.rows_folder}.kept{len(table.dropped) + 1}"
-        write_parquet(
-            rows.join(ids.select(ID).distinct(), ID, "left_anti"), f"{normalized_uri}/{folder}", "overwrite"
-        )
-        kept = spark.read.parquet(f"{normalized_uri}/{folder}").count()
+        kept_uri = f"{normalized_uri}/{folder}"
+        schema = stage(rows.join(ids.select(ID).distinct(), ID, "left_anti"), kept_uri)
+        kept = spark.read.schema(schema).parquet(kept_uri).count()
         counts = dict(table.dropped)
         counts[reason] = counts.get(reason, 0) + table.rows - kept
         # distinct_keys described the rows before the drop; None makes a merge dedupe.

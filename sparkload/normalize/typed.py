@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from sparkload.common.sql import quote
 from sparkload.normalize.normalizer import NormalizedTable
+from sparkload.normalize.staged_schema import staged_schema
 
 
 def typed_rows(spark: SparkSession, rows_uri: str, table: NormalizedTable) -> DataFrame:
     """The rows of ``table`` in the Parquet folder ``rows_uri`` (the package's
     ``normalized_table_uri(table.rows_folder)``), typed, with its system columns."""
-    schema = nullable_schema(spark.read.parquet(rows_uri).schema)
+    schema = staged_schema(spark, rows_uri)
     staged = spark.read.schema(schema).parquet(rows_uri)
     names = [spec.name for spec in table.columns] + table.system_columns
     if all(spec.plain and spec.source == spec.name for spec in table.columns) and names == schema.names:
@@ -29,23 +29,3 @@ def typed_rows(spark: SparkSession, rows_uri: str, table: NormalizedTable) -> Da
     columns = [spec.expression() for spec in table.columns]
     columns += [F.col(quote(name)) for name in table.system_columns]
     return staged.select(*columns)
-
-
-def nullable_schema(schema: T.StructType) -> T.StructType:
-    """``schema`` with every field nullable.
-
-    Staged columns made from literals are stored NOT NULL, and a Delta table created with a
-    NOT NULL column makes the engine ignore mergeSchema and demand every column on each
-    later append; so staged files are read with this schema before they are written.
-    """
-    return T.StructType([T.StructField(f.name, _nullable_type(f.dataType), True) for f in schema.fields])
-
-
-def _nullable_type(dtype: T.DataType) -> T.DataType:
-    if isinstance(dtype, T.StructType):
-        return nullable_schema(dtype)
-    if isinstance(dtype, T.ArrayType):
-        return T.ArrayType(_nullable_type(dtype.elementType), True)
-    if isinstance(dtype, T.MapType):
-        return T.MapType(dtype.keyType, _nullable_type(dtype.valueType), True)
-    return dtype

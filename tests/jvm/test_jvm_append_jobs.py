@@ -1,0 +1,34 @@
+"""The Spark jobs a one-row append into an existing table runs on a JVM Spark, once the
+session is up: each staged Parquet folder is read with the schema normalize kept beside its
+files, not by a job reading the files' footers. Runs with ``--engine=spark``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import deltalake
+from test_jvm_lean import printed, run_child
+
+APPENDS = """
+import sys
+import sparkload as sl
+
+pipeline = sl.pipeline("p", destination=sl.destinations.delta(sys.argv[1] + "/lake"),
+                       pipelines_dir=sys.argv[1] + "/pl")
+tracker = pipeline.spark.sparkContext.statusTracker()
+for n in range(3):
+    before = len(tracker.getJobIdsForGroup(None))
+    pipeline.run([{"id": n, "v": f"v{n}"}], table_name="t", write_disposition="append")
+    print("JOBS", n, len(tracker.getJobIdsForGroup(None)) - before)
+"""
+
+
+def test_a_one_row_append_into_an_existing_table_runs_four_jobs(tmp_path: Path) -> None:
+    """The second and third appends each run: the JSON schema's inference at extract, the
+    staging write, the profile and the Delta write (no read of a staged folder's footers)."""
+    done = run_child(APPENDS, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [printed(done, f"JOBS {n}") for n in (1, 2)] == ["4", "4"]
+    table = deltalake.DeltaTable(str(tmp_path / "run0" / "lake" / "p_dataset" / "t"))
+    rows = table.to_pyarrow_table().sort_by("id").to_pylist()
+    assert [(row["id"], row["v"]) for row in rows] == [(0, "v0"), (1, "v1"), (2, "v2")]
