@@ -81,14 +81,18 @@ def airflow(session: nox.Session) -> None:
 # process), and the main suite runs every test on it. The other Sail sessions run only what
 # their deployment can change, so each behaviour is shown once per distinct way of running:
 # - `connect`: the server lives in another process. What that changes is the session's life
-#   and the processes around it: exactly-once resume after kills, a merge cut short, two
-#   writer processes racing, tables by name in the server's catalog, DataFrames of the
-#   user's session on that server, a bucket given to the server at its start; the core
-#   dispositions once.
+#   and the processes around it: exactly-once resume after kills (at every stage boundary of
+#   the last day, from an empty working folder: the server's side of a kill is the same with
+#   the folder kept), a merge cut short (an early and a late kill), two writer processes
+#   racing on one server (a local table and a bucket), tables by name in the server's
+#   catalog, DataFrames of the user's session on that server, a bucket given to the server
+#   at its start (the statements it runs there; the settings' checks are the client's); each
+#   disposition's statements once.
 # - `cluster`: tasks run on worker actors, so every statement whose plan reads staged files
 #   or Delta tables runs distributed: the dispositions and merges with nested tables,
 #   time-range replacement and restatement, the files the engine reads, DataFrames staged by
-#   the engine, racing commits, a bucket.
+#   the engine, a commit landing between a merge's preparing and its commit, a bucket. Its
+#   commits are the driver's, as on `connect`: the two-process races run there only.
 # - `jvm`: Apache Spark with delta-spark. A JVM Spark is several times slower per small
 #   statement and each crash-test process starts a JVM, so its run takes the same behaviours
 #   in fewer tests: the dispositions and merges (delta-spark's MERGE), range rewrites,

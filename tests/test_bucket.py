@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 
 # The S3 server and bucket fixtures (imported by pytest only, so that it rewrites asserts).
 pytest_plugins = ("s3_server",)
+# `connect` and `cluster` run the tests whose statements the server runs on the bucket
+# (marked on each); the settings' checks are the client's own, the same on every engine.
 pytestmark = [
     pytest.mark.timeout(300),
-    pytest.mark.connect,
-    pytest.mark.cluster,
     pytest.mark.jvm,
     pytest.mark.spark_connect,
     pytest.mark.usefixtures("one_writer_on_the_jvm"),
@@ -64,6 +64,8 @@ def engine_rows(pipeline: sl.Pipeline, table: str, order_by: str) -> list[dict[s
     return sorted(user_columns(rows), key=lambda row: row[order_by])
 
 
+@pytest.mark.connect
+@pytest.mark.cluster
 def test_local_working_folder_beside_a_bucket_destination_passes_the_engine_check(
     s3_bucket: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,6 +96,8 @@ def test_local_working_folder_beside_a_bucket_destination_passes_the_engine_chec
     reason="Apache Spark's Spark Connect server reads the bucket through S3A with the settings "
     "it was started with, which AWS_ALLOW_HTTP in the client does not govern",
 )
+@pytest.mark.connect
+@pytest.mark.cluster
 def test_the_folder_the_engine_cannot_read_is_named(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     """Read one by one, the markers still tell which folder the engine misses: with
     AWS_ALLOW_HTTP=false set by the user (and kept), the engine refuses the http:// endpoint
@@ -223,6 +227,8 @@ def customers(rows: list[dict[str, Any]]) -> Any:
     yield from rows
 
 
+@pytest.mark.connect
+@pytest.mark.cluster
 def test_append_replace_merge_with_nested_tables_and_scd2(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     pipeline = bucket_pipeline(s3_bucket, tmp_path)
 
@@ -263,6 +269,8 @@ def numbered(upto: int, updated: Any = sl.incremental("n")) -> Any:  # noqa: B00
     yield from ({"n": n} for n in range(1, upto + 1))
 
 
+@pytest.mark.connect
+@pytest.mark.cluster
 def test_a_cursor_resumes_from_the_bucket_in_an_empty_working_folder(
     s3_bucket: S3Bucket, tmp_path: Path
 ) -> None:
@@ -277,6 +285,8 @@ def test_a_cursor_resumes_from_the_bucket_in_an_empty_working_folder(
     assert bucket_rows(s3_bucket, second, "numbered", "n") == [{"n": n} for n in range(1, 6)]
 
 
+@pytest.mark.connect
+@pytest.mark.cluster
 def test_a_missing_bucket_fails_in_seconds_naming_it(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     pipeline = sl.pipeline(
         "orders",
@@ -291,6 +301,8 @@ def test_a_missing_bucket_fails_in_seconds_naming_it(s3_bucket: S3Bucket, tmp_pa
     assert "no-such-lake-bucket" in str(refused.value)
 
 
+@pytest.mark.connect
+@pytest.mark.cluster
 def test_refused_keys_fail_in_seconds_naming_the_bucket(s3_refusing_keys: S3Server, tmp_path: Path) -> None:
     pipeline = sl.pipeline(
         "orders",
@@ -310,6 +322,8 @@ def test_refused_keys_fail_in_seconds_naming_the_bucket(s3_refusing_keys: S3Serv
 # -- everything beside the data ----------------------------------------------------------------
 
 
+@pytest.mark.connect
+@pytest.mark.cluster
 def test_a_catalog_destination_stages_its_packages_in_a_bucket(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     """``staging_url`` in a bucket, the working folder local: the normalized package waits
     in the bucket, the load reads it from there and clears it."""
@@ -341,6 +355,7 @@ def test_a_catalog_destination_stages_its_packages_in_a_bucket(s3_bucket: S3Buck
             pipeline.destination_dataset.drop_table(table)
 
 
+@pytest.mark.cluster
 def test_the_state_table_in_a_bucket_is_compacted(
     s3_bucket: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -361,6 +376,7 @@ def test_the_state_table_in_a_bucket_is_compacted(
     assert bucket_rows(s3_bucket, fresh, "numbered", "n") == [{"n": n} for n in range(1, 6)]
 
 
+@pytest.mark.cluster
 def test_drop_of_a_resource_and_of_its_state_in_a_bucket(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     pipeline = bucket_pipeline(s3_bucket, tmp_path)
     pipeline.run(numbered(3))
@@ -376,6 +392,8 @@ def test_drop_of_a_resource_and_of_its_state_in_a_bucket(s3_bucket: S3Bucket, tm
     assert bucket_rows(s3_bucket, pipeline, "numbered", "n") == [{"n": 1}, {"n": 2}]
 
 
+@pytest.mark.connect
+@pytest.mark.cluster
 def test_attach_to_a_pipeline_whose_destination_is_a_bucket(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     bucket_pipeline(s3_bucket, tmp_path).run(numbered(3))
 

@@ -31,8 +31,10 @@ from test_concurrent_merge import race
 
 from sparkload.exceptions import ConfigValueError
 
-# The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.connect, pytest.mark.cluster, pytest.mark.jvm]
+# The engine sessions that run this file (noxfile.py says why): the two-writer race on a
+# server in another process (`connect`); on `cluster`, whose commits are the same driver's,
+# the single-writer tests only (marked there).
+pytestmark = [pytest.mark.connect, pytest.mark.jvm]
 
 if TYPE_CHECKING:
     from s3_server import S3Bucket
@@ -65,6 +67,7 @@ def test_two_writers_merging_in_one_bucket_never_duplicate_a_key_nor_lose_a_comm
     reason="on Delta with Apache Spark a merge is a MERGE bounded by the load's key range in its ON "
     "(range_rewrite.usable), wherever the table lives",
 )
+@pytest.mark.cluster
 @pytest.mark.usefixtures("one_writer_on_the_jvm")
 def test_a_merge_into_a_table_in_a_bucket_is_a_range_rewrite(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     """On Sail a merge in a bucket overwrites the key range it touches
@@ -85,6 +88,7 @@ def test_a_merge_into_a_table_in_a_bucket_is_a_range_rewrite(s3_bucket: S3Bucket
     assert not [key for key in s3_bucket.object_keys() if "_sparkload_locks" in key]
 
 
+@pytest.mark.cluster
 @pytest.mark.usefixtures("one_writer_on_the_jvm")
 def test_the_engine_commits_to_a_bucket_by_conditional_put(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     assert "AWS_CONDITIONAL_PUT" not in os.environ
@@ -92,6 +96,7 @@ def test_the_engine_commits_to_a_bucket_by_conditional_put(s3_bucket: S3Bucket, 
     assert os.environ["AWS_CONDITIONAL_PUT"] == "etag"
 
 
+@pytest.mark.cluster
 @pytest.mark.usefixtures("one_writer_on_the_jvm")
 def test_commits_without_conditional_put_are_refused_before_writing(
     s3_bucket: S3Bucket, tmp_path: Path

@@ -39,8 +39,10 @@ from sparkload.common.system_columns import ID, ROOT_ID
 from sparkload.load import creation, range_rewrite, table_lock
 from sparkload.load.loader import Loader
 
-# The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.connect, pytest.mark.cluster]
+# The engine sessions that run this file (noxfile.py says why): all of it on a server in
+# another process (`connect`); on `cluster`, whose commits are the same driver's, the
+# single-process tests that place the other writer's commit exactly (marked there).
+pytestmark = [pytest.mark.connect]
 
 CHILD = Path(__file__).with_name("concurrent_merge_child.py")
 # Rounds of each kind (fresh table, existing table). A JVM engine, several times slower,
@@ -158,6 +160,7 @@ def _rows(ids: range, version: str, lsn: int) -> list[dict[str, Any]]:
 
 
 # On the JVM: one strategy that replaces rows and one that only adds them.
+@pytest.mark.cluster
 @pytest.mark.parametrize(
     "strategy",
     [
@@ -193,6 +196,7 @@ def test_a_commit_between_preparing_and_committing_a_merge_is_seen_by_it(
     "spark-connect",
     reason="on Delta with Apache Spark nested rows are replaced by a MERGE, not by a range rewrite",
 )
+@pytest.mark.cluster
 @pytest.mark.parametrize("strategy", ["delete-insert", "upsert"])
 def test_root_rows_replaced_while_our_nested_rows_are_written_take_them_along(
     make_pipeline: Callable[..., sl.Pipeline], monkeypatch: pytest.MonkeyPatch, strategy: str
@@ -307,6 +311,7 @@ def _on_another_machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
+@pytest.mark.cluster
 @pytest.mark.jvm
 @pytest.mark.parametrize("strategy", list(CREATE_RACE))
 def test_a_create_that_lands_after_another_writers_is_withdrawn_and_merged(
@@ -335,6 +340,7 @@ def test_a_create_that_lands_after_another_writers_is_withdrawn_and_merged(
     assert _current_values(ours) == _ours_after_theirs(strategy)
 
 
+@pytest.mark.cluster
 @pytest.mark.jvm
 def test_a_load_cut_short_after_losing_the_create_race_is_finished_by_the_next(
     make_pipeline: Callable[..., sl.Pipeline], monkeypatch: pytest.MonkeyPatch

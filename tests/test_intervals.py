@@ -23,8 +23,9 @@ from table_checks import assert_table, project, row_count
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed, ResourceError
 
-# The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.cluster]
+# The engine sessions that run this file (noxfile.py says why): `cluster` runs the tests
+# that load through the engine (marked on each), not the schedule's arithmetic alone nor a
+# day of hourly runs whose statements the other tests run.
 
 UTC = datetime.timezone.utc
 HOUR = datetime.timedelta(hours=1)
@@ -115,6 +116,7 @@ def commits(pipeline: sl.Pipeline, table: str) -> list[dict[str, Any]]:
 # -- 001_ "Counting time": the seed example ---------------------------------------------------
 
 
+@pytest.mark.cluster
 def test_hourly_model_backfills_60_intervals_then_loads_only_the_24_unprocessed_ones(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -147,6 +149,7 @@ def test_hourly_model_backfills_60_intervals_then_loads_only_the_24_unprocessed_
     assert len({loads[i] for i in range(60, 84)} - first_load) == 1
 
 
+@pytest.mark.cluster
 def test_daily_model_has_three_intervals_and_skips_todays_incomplete_one(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 60))  # the source has data up to 12pm today
     pipeline.run(feed.resource(cron="@daily"), execution_time=NOON)
@@ -163,6 +166,7 @@ def test_daily_model_has_three_intervals_and_skips_todays_incomplete_one(pipelin
     assert row_count(pipeline, "events") == 48
 
 
+@pytest.mark.cluster
 def test_allow_partials_loads_an_incomplete_day_when_the_cron_is_due_and_records_it(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -202,6 +206,7 @@ def test_allow_partials_loads_an_incomplete_day_when_the_cron_is_due_and_records
     assert ledger(pipeline) == [span(TWO_DAYS_AGO, TODAY + DAY)]
 
 
+@pytest.mark.cluster
 def test_allow_partials_loads_nothing_until_the_cron_is_due(pipeline: sl.Pipeline) -> None:
     """A daily cron with partials at noon: the cron last ticked at midnight, so only the
     complete days are loaded (before, sparkload loaded today's partial on every run)."""
@@ -214,6 +219,7 @@ def test_allow_partials_loads_nothing_until_the_cron_is_due(pipeline: sl.Pipelin
 # -- 001_ "Running run": the cron decides whether a run does anything -------------------------
 
 
+@pytest.mark.cluster
 def test_a_daily_resource_run_every_hour_does_nothing_until_a_day_has_passed(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 96))
     pipeline.run(feed.resource(cron="@daily"), execution_time=TODAY)
@@ -263,6 +269,7 @@ def test_an_hourly_and_a_daily_resource_run_every_hour_load_hourly_and_once_a_da
     assert len(commits(pipeline, "hourly")) == 25
 
 
+@pytest.mark.cluster
 def test_moving_start_earlier_loads_only_the_intervals_before_the_old_start(pipeline: sl.Pipeline) -> None:
     """Missing intervals are all intervals minus the ledger (001_… "Counting time"), not
     "everything after the newest loaded time": a start moved back leaves a gap before the
@@ -284,6 +291,7 @@ def test_moving_start_earlier_loads_only_the_intervals_before_the_old_start(pipe
     assert {i: loads[i] for i in first_load} == first_load  # the processed days untouched
 
 
+@pytest.mark.cluster
 def test_lookback_after_a_gap_also_reloads_the_newest_intervals(pipeline: sl.Pipeline) -> None:
     """SQLMesh's ``compute_missing_intervals``: once any interval is missing, the last
     ``lookback`` intervals of the range are loaded again besides the ``lookback`` before each
@@ -305,6 +313,7 @@ def test_lookback_after_a_gap_also_reloads_the_newest_intervals(pipeline: sl.Pip
 
 
 @pytest.mark.parametrize(("days", "batch_size"), [(10, 3), (6, 2), (4, 5)])
+@pytest.mark.cluster
 def test_batch_size_splits_a_backfill_into_contiguous_batches_one_commit_each(
     pipeline: sl.Pipeline, days: int, batch_size: int
 ) -> None:
@@ -336,6 +345,7 @@ def test_batch_size_splits_a_backfill_into_contiguous_batches_one_commit_each(
 
 
 @pytest.mark.jvm
+@pytest.mark.cluster
 def test_lookback_two_reprocesses_the_two_days_before_each_new_one_idempotently(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -368,6 +378,7 @@ def test_lookback_two_reprocesses_the_two_days_before_each_new_one_idempotently(
 # -- the leak guard -------------------------------------------------------------------------
 
 
+@pytest.mark.cluster
 def test_rows_outside_the_window_and_their_nested_rows_are_dropped_and_counted(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 48))
     feed.extra = [
@@ -385,6 +396,7 @@ def test_rows_outside_the_window_and_their_nested_rows_are_dropped_and_counted(p
     assert any("4 rows outside the window" in note and "'events'" in note for note in info.notes), info.notes
 
 
+@pytest.mark.cluster
 def test_the_leak_guard_keeps_rows_of_other_windows_already_in_the_table(pipeline: sl.Pipeline) -> None:
     """A leaky row for a window loaded earlier neither replaces nor duplicates its rows."""
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 72, version=1))
@@ -396,6 +408,7 @@ def test_the_leak_guard_keeps_rows_of_other_windows_already_in_the_table(pipelin
     assert ("leak",) not in project(pipeline, "events__tags", "value")
 
 
+@pytest.mark.cluster
 def test_rows_dropped_in_an_earlier_batch_are_listed_in_the_runs_notes(pipeline: sl.Pipeline) -> None:
     calls: list[datetime.datetime] = []
 
@@ -420,6 +433,7 @@ def test_rows_dropped_in_an_earlier_batch_are_listed_in_the_runs_notes(pipeline:
 # -- idempotency: a crash mid-backfill ---------------------------------------------------------
 
 
+@pytest.mark.cluster
 def test_a_backfill_that_fails_in_batch_k_resumes_there_and_ends_as_an_uninterrupted_one(
     make_pipeline: Any,
 ) -> None:
@@ -466,6 +480,7 @@ def _data_of(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 @pytest.mark.jvm
+@pytest.mark.cluster
 def test_an_empty_window_deletes_the_rows_and_nested_rows_the_table_held_in_it(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 72))
     pipeline.run(feed.resource(cron="@daily", lookback=1), execution_time=TODAY + DAY)
@@ -486,6 +501,7 @@ def test_an_empty_window_deletes_the_rows_and_nested_rows_the_table_held_in_it(p
 # -- "Model time": kinds of time column ---------------------------------------------------------
 
 
+@pytest.mark.cluster
 def test_a_date_time_column_replaces_whole_days(pipeline: sl.Pipeline) -> None:
     start = datetime.date(2024, 3, 1)
     rows = [
@@ -513,6 +529,7 @@ def test_a_date_time_column_replaces_whole_days(pipeline: sl.Pipeline) -> None:
     ]
 
 
+@pytest.mark.cluster
 def test_a_text_time_column_with_a_format_replaces_its_window(pipeline: sl.Pipeline) -> None:
     start = datetime.datetime(2024, 3, 1, tzinfo=UTC)
 
@@ -537,6 +554,7 @@ def test_a_text_time_column_with_a_format_replaces_its_window(pipeline: sl.Pipel
     )
 
 
+@pytest.mark.cluster
 def test_todays_partial_interval_loads_into_a_text_day_column(pipeline: sl.Pipeline) -> None:
     """A window ending at 12pm today formats its end as today's date: today's rows are
     inside it (their time, today 00:00, is in the window) and are replaced once the day is
@@ -568,6 +586,7 @@ def test_todays_partial_interval_loads_into_a_text_day_column(pipeline: sl.Pipel
     ]
 
 
+@pytest.mark.cluster
 def test_an_hourly_window_in_a_text_day_column_holds_the_day_only_in_its_first_hour(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -601,6 +620,7 @@ def test_text_formats_that_sort_as_time_are_accepted(time_format: str) -> None:
     assert sl.sources.intervals("day", start="2024-01-01", time_column_format=time_format).time_column_format
 
 
+@pytest.mark.cluster
 def test_a_bigint_time_column_fails_naming_the_table_and_the_column(pipeline: sl.Pipeline) -> None:
     @sl.resource(name="counters")
     def counters(window: Any = sl.sources.intervals("epoch", start=TWO_DAYS_AGO)) -> Iterator[Any]:  # noqa: B008
@@ -613,6 +633,7 @@ def test_a_bigint_time_column_fails_naming_the_table_and_the_column(pipeline: sl
     assert "time_column_format" in message
 
 
+@pytest.mark.cluster
 def test_a_missing_time_column_fails_naming_it(pipeline: sl.Pipeline) -> None:
     @sl.resource(name="counters")
     def counters(window: Any = sl.sources.intervals("ts", start=TWO_DAYS_AGO)) -> Iterator[Any]:  # noqa: B008
@@ -625,6 +646,7 @@ def test_a_missing_time_column_fails_naming_it(pipeline: sl.Pipeline) -> None:
 # -- SQLMesh's macro values -------------------------------------------------------------------
 
 
+@pytest.mark.cluster
 def test_start_ds_end_ds_start_dt_end_dt_of_a_three_day_batch(pipeline: sl.Pipeline) -> None:
     seen: list[tuple[Any, ...]] = []
 
@@ -708,6 +730,7 @@ def test_a_ledger_recorded_on_the_cron_ticks_still_counts_where_it_covers_whole_
 # -- a source mixing interval and plain resources ------------------------------------------------
 
 
+@pytest.mark.cluster
 def test_a_plain_resource_runs_once_in_the_first_package_the_interval_one_per_batch(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -738,6 +761,7 @@ def test_a_plain_resource_runs_once_in_the_first_package_the_interval_one_per_ba
     assert row_count(pipeline, "events") == 72
 
 
+@pytest.mark.cluster
 def test_a_transformer_of_an_interval_resource_runs_with_every_batch(pipeline: sl.Pipeline) -> None:
     feed = Feed(daily_rows(TWO_DAYS_AGO, 3, per_day=1))
     events = feed.resource(cron="@daily", batch_size=1)
@@ -771,6 +795,7 @@ def test_a_transformer_of_an_interval_resource_runs_with_every_batch(pipeline: s
 # -- end= --------------------------------------------------------------------------------------
 
 
+@pytest.mark.cluster
 def test_no_intervals_are_loaded_after_end(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 10 * 24))
     end = TWO_DAYS_AGO + 3 * DAY
@@ -785,6 +810,7 @@ def test_no_intervals_are_loaded_after_end(pipeline: sl.Pipeline) -> None:
     assert row_count(pipeline, "events") == 72
 
 
+@pytest.mark.cluster
 def test_an_end_inside_an_interval_extends_to_that_intervals_end(pipeline: sl.Pipeline) -> None:
     """SQLMesh loads the interval an end cuts, whole (before, sparkload dropped it)."""
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 10 * 24))
@@ -794,6 +820,7 @@ def test_an_end_inside_an_interval_extends_to_that_intervals_end(pipeline: sl.Pi
     assert row_count(pipeline, "events") == 72
 
 
+@pytest.mark.cluster
 def test_a_date_end_is_the_whole_day(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 10 * 24))
     end = (TWO_DAYS_AGO + DAY).date().isoformat()
@@ -812,6 +839,7 @@ def test_a_date_end_before_a_datetime_start_is_refused() -> None:
 # -- the strategy needs the argument -------------------------------------------------------------
 
 
+@pytest.mark.cluster
 def test_the_time_range_strategy_without_intervals_fails_clearly(pipeline: sl.Pipeline) -> None:
     @sl.resource(name="plain", write_disposition={"disposition": "merge", "strategy": "time-range"})
     def plain() -> Iterator[Any]:
@@ -837,6 +865,7 @@ def test_the_time_range_strategy_without_intervals_fails_clearly(pipeline: sl.Pi
     ],
     ids=["pendulum", "pendulum-berlin", "aware", "naive", "iso-text", "iso-date"],
 )
+@pytest.mark.cluster
 def test_execution_time_takes_every_form_a_user_passes(make_pipeline: Any, execution_time: Any) -> None:
     """pendulum's DateTime (what ``pendulum.datetime`` and Airflow hand out), stdlib aware and
     naive datetimes and ISO text all mean the same moment: the same two days load."""
@@ -852,6 +881,7 @@ def test_execution_time_takes_every_form_a_user_passes(make_pipeline: Any, execu
 # -- a run over a given range (SQLMesh's ``run --start --end``) ---------------------------------
 
 
+@pytest.mark.cluster
 def test_a_run_over_a_range_loads_only_the_missing_intervals_inside_it(pipeline: sl.Pipeline) -> None:
     """As ``sqlmesh run --start --end``: the missing intervals inside [start, end] (a date end
     is its whole day, a start inside an interval takes that interval), recorded; the rest
@@ -874,6 +904,7 @@ def test_a_run_over_a_range_loads_only_the_missing_intervals_inside_it(pipeline:
     assert feed.calls == [(start, start + DAY), (start + 4 * DAY, TODAY)]
 
 
+@pytest.mark.cluster
 def test_a_run_over_a_range_applies_lookback_within_it(pipeline: sl.Pipeline) -> None:
     """SQLMesh counts the lookback of a ranged run over the range's own intervals."""
     feed = Feed()
@@ -887,6 +918,7 @@ def test_a_run_over_a_range_applies_lookback_within_it(pipeline: sl.Pipeline) ->
     assert feed.calls == [(start + 3 * DAY, start + 5 * DAY)]
 
 
+@pytest.mark.cluster
 def test_a_run_range_ending_before_its_start_is_refused(pipeline: sl.Pipeline) -> None:
     """SQLMesh refuses ``run --start "2024-10-21 10:00" --end 2024-10-21``: a date end is
     compared as its midnight there."""

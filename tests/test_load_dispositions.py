@@ -15,8 +15,9 @@ from conftest import delta_history, delta_rows, delta_version, spark_rows
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed
 
-# The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.connect, pytest.mark.cluster, pytest.mark.jvm]
+# The engine sessions that run this file (noxfile.py says why); `connect` runs each
+# disposition's statements once (marked on those tests).
+pytestmark = [pytest.mark.cluster, pytest.mark.jvm]
 
 ID = "_sparkload_id"
 LOAD_ID = "_sparkload_load_id"
@@ -54,6 +55,7 @@ def versions(pipeline: sl.Pipeline, *tables: str) -> dict[str, int]:
 
 
 # -- append -------------------------------------------------------------------------------------
+@pytest.mark.connect
 def test_append_twice_doubles_rows_and_nested_rows(pipeline: sl.Pipeline) -> None:
     data = [{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": ["c"]}]
     first = pipeline.run(data, table_name="events")
@@ -100,6 +102,7 @@ def test_append_rows_without_an_existing_column_get_null(pipeline: sl.Pipeline) 
 
 
 # -- replace --------------------------------------------------------------------------------------
+@pytest.mark.connect
 def test_replace_with_fewer_rows_and_another_schema_is_one_atomic_commit(pipeline: sl.Pipeline) -> None:
     old_rows = [
         {"id": 1, "x": 10, "v": 1, "tags": ["a"], "items": [{"k": 1}]},
@@ -166,6 +169,7 @@ def merge(
     )
 
 
+@pytest.mark.connect
 def test_merge_updates_and_inserts_in_one_run(pipeline: sl.Pipeline) -> None:
     merge(pipeline, [{"id": 1, "name": "ada"}, {"id": 2, "name": "bob"}])
     before = delta_version(pipeline, "users")
@@ -310,6 +314,7 @@ def test_merge_deduplicated_option(pipeline: sl.Pipeline, deduplicated: bool, ro
         assert ids == [1] * rows_per_key + [2] * rows_per_key
 
 
+@pytest.mark.connect
 def test_merge_replaces_nested_rows_of_updated_roots_only(pipeline: sl.Pipeline) -> None:
     merge(
         pipeline,
@@ -374,6 +379,7 @@ def test_loading_again_after_extract_and_normalize_adds_nothing(pipeline: sl.Pip
 
 
 @pytest.mark.parametrize("disposition", ["append", "replace", "merge"])
+@pytest.mark.connect
 def test_repeating_a_load_whose_commits_happened_writes_nothing_twice(
     pipeline: sl.Pipeline, tmp_path: Path, disposition: str
 ) -> None:
@@ -407,6 +413,7 @@ def test_repeating_a_load_whose_commits_happened_writes_nothing_twice(
     assert expected[delta_rows][0] == ids
 
 
+@pytest.mark.connect
 def test_load_info_lists_tables_in_load_order_though_they_commit_side_by_side(pipeline: sl.Pipeline) -> None:
     rows = [{"id": n, "tags": ["a"], "parts": [{"p": 1, "subs": [1, 2]}]} for n in range(3)]
     for _ in range(3):  # a first load (appends), then merges

@@ -23,8 +23,10 @@ from sparkload.engine.session import session_for
 from sparkload.exceptions import PipelineStepFailed, ResourceError
 from sparkload.extract.storage import TableFiles
 
-# The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.connect, pytest.mark.cluster, pytest.mark.jvm]
+# The engine sessions that run this file (noxfile.py says why); `connect` runs a
+# DataFrame of the user's session on the server staged, merged and filtered, and the
+# refusal of another server's (marked on those tests).
+pytestmark = [pytest.mark.cluster, pytest.mark.jvm]
 
 UTC = datetime.timezone.utc
 TS1 = datetime.datetime(2024, 1, 1, 12, 30, tzinfo=UTC)
@@ -97,6 +99,7 @@ def comparable_rows(rows: list[dict[str, Any]], drop: tuple[str, ...] = ()) -> l
     return sorted(kept, key=repr)
 
 
+@pytest.mark.connect
 def test_dataframe_loads_the_same_tables_as_the_same_rows_as_dicts(pipeline: sl.Pipeline) -> None:
     pipeline.run(ROWS, table_name="from_dicts")
     pipeline.run(frame(pipeline, ROWS, DDL), table_name="from_df")
@@ -178,6 +181,7 @@ def test_insert_only_with_a_dataframe_adds_new_keys_alone(pipeline: sl.Pipeline)
     assert [(r["id"], r["v"]) for r in delta_rows(pipeline, "io", order_by="id")] == [(1, "a"), (2, "b")]
 
 
+@pytest.mark.connect
 def test_merge_upsert_with_a_dataframe_updates_and_inserts(pipeline: sl.Pipeline) -> None:
     upsert = {"disposition": "merge", "strategy": "upsert"}
     ddl = "id bigint, v string"
@@ -231,6 +235,7 @@ def test_scd2_with_dataframes_closes_changed_versions(pipeline: sl.Pipeline) -> 
     assert closed == [(2, "b")]
 
 
+@pytest.mark.connect
 def test_incremental_cursor_filters_a_dataframe_in_spark_across_runs(pipeline: sl.Pipeline) -> None:
     source_rows = [{"id": i, "updated": datetime.datetime(2024, 1, i, tzinfo=UTC)} for i in range(1, 4)]
 
@@ -340,6 +345,7 @@ def other_server_session() -> Iterator[Any]:
         server.stop()
 
 
+@pytest.mark.connect
 def test_dataframe_of_another_spark_server_is_refused_naming_the_resource(
     pipeline: sl.Pipeline, other_server_session: Any
 ) -> None:
@@ -363,6 +369,7 @@ def test_unsupported_column_type_is_refused_naming_resource_and_column(pipeline:
         pipeline.run(mapped())
 
 
+@pytest.mark.connect
 def test_an_interrupted_engine_write_leaves_no_part_normalize_would_read(
     pipeline: sl.Pipeline, tmp_path: Path
 ) -> None:

@@ -8,8 +8,10 @@ every later run a ``context.run(execution_time=...)`` (over the case's ``run_ran
 ``start=``/``end=``, where it has one), a restating run a plan with ``restate_models`` over
 the case's range. The model appends the ``start``/``end`` it is
 evaluated with to a file, so what is recorded is what SQLMesh's scheduler chose, not a
-reimplementation of it. Writes ``{"id": [[[start, end], ...] per run], ...}`` on stdout,
-windows half-open, as naive UTC ISO texts; a case SQLMesh refuses gets ``{"error": text}``.
+reimplementation of it. Writes one line per case on stdout as soon as the case is done,
+``{"id": ..., "windows": [[[start, end], ...] per run]}`` (so that the sparkload side
+compares each case while the later ones still run here), windows half-open, as naive UTC
+ISO texts; a case SQLMesh refuses gets ``"windows": {"error": text}``.
 """
 
 from __future__ import annotations
@@ -123,17 +125,14 @@ def run_case(case: dict[str, Any], root: Path) -> list[list[list[str]]]:
 def main() -> None:
     logging.disable(logging.WARNING)
     cases = json.load(sys.stdin)
-    out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases:
+            windows: Any
             try:
-                out[case["id"]] = run_case(case, Path(tmp))
+                windows = run_case(case, Path(tmp))
             except Exception as exc:  # a case SQLMesh refuses is a result, not a crash
-                out[case["id"]] = {
-                    "error": f"{type(exc).__name__}: {exc}",
-                    "trace": traceback.format_exc(limit=3),
-                }
-    json.dump(out, sys.stdout)
+                windows = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc(limit=3)}
+            print(json.dumps({"id": case["id"], "windows": windows}), flush=True)
 
 
 if __name__ == "__main__":

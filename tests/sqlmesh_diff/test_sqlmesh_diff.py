@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,25 +55,57 @@ def _python_with_sqlmesh() -> str:
     return python
 
 
+class Oracle:
+    """SQLMesh's side of every case, in one child process started once, read as it goes: a
+    case waits only for its own line, so sparkload's side runs here on one core while
+    SQLMesh's runs there on the other."""
+
+    def __init__(self, folder: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        # No telemetry or anonymous usage data leaves the machine.
+        env["SQLMESH__DISABLE_ANONYMIZED_ANALYTICS"] = "1"
+        # A file, not a pipe: a pipe nobody reads until the end would stall a chatty child.
+        self.stderr = folder / "sqlmesh_oracle.stderr"
+        with self.stderr.open("w") as stderr:
+            self.process = subprocess.Popen(
+                [_python_with_sqlmesh(), str(ORACLE)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                env=env,
+            )
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(SELECTED))
+        self.process.stdin.close()
+        self.windows: dict[str, Any] = {}
+
+    def __getitem__(self, case_id: str) -> Any:
+        assert self.process.stdout is not None
+        while case_id not in self.windows:
+            line = self.process.stdout.readline()
+            if not line:
+                self.process.wait()
+                pytest.fail(
+                    f"SQLMesh's side ended (exit {self.process.returncode}) before case {case_id}:\n"
+                    f"{self.stderr.read_text()[-4000:]}"
+                )
+            done = json.loads(line)
+            self.windows[done["id"]] = done["windows"]
+        return self.windows[case_id]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
 @pytest.fixture(scope="session")
-def sqlmesh_windows() -> dict[str, Any]:
-    """SQLMesh's windows for every case, from one child process."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    # No telemetry or anonymous usage data leaves the machine.
-    env["SQLMESH__DISABLE_ANONYMIZED_ANALYTICS"] = "1"
-    done = subprocess.run(
-        [_python_with_sqlmesh(), str(ORACLE)],
-        input=json.dumps(SELECTED),
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=3600,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"SQLMesh's side failed:\n{done.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+def sqlmesh_windows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Oracle]:
+    """SQLMesh's windows for every case, from one child process running beside the tests."""
+    oracle = Oracle(tmp_path_factory.mktemp("sqlmesh"))
+    yield oracle
+    oracle.close()
 
 
 def _params() -> list[Any]:
@@ -88,13 +121,11 @@ def _params() -> list[Any]:
     return params
 
 
-# The first case also waits for SQLMesh's side of every case (one child process, minutes on a
+# A case may wait for SQLMesh's side of the cases before it (one child process, minutes on a
 # busy machine): the suite's 600 s per test is not enough for it.
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("case", _params())
-def test_the_windows_are_sqlmeshs(
-    case: dict[str, Any], sqlmesh_windows: dict[str, Any], tmp_path: Path
-) -> None:
+def test_the_windows_are_sqlmeshs(case: dict[str, Any], sqlmesh_windows: Oracle, tmp_path: Path) -> None:
     ours = sparkload_runner.run_case(case, tmp_path)
     theirs = sqlmesh_windows[case["id"]]
     if isinstance(ours, dict) and isinstance(theirs, dict):
