@@ -32,8 +32,6 @@ pytestmark = [
     pytest.mark.timeout(300),
     pytest.mark.connect,
     pytest.mark.cluster,
-    pytest.mark.jvm,
-    pytest.mark.spark_connect,
     pytest.mark.usefixtures("one_writer_on_the_jvm"),
 ]
 
@@ -64,6 +62,7 @@ def engine_rows(pipeline: sl.Pipeline, table: str, order_by: str) -> list[dict[s
     return sorted(user_columns(rows), key=lambda row: row[order_by])
 
 
+@pytest.mark.jvm
 def test_local_working_folder_beside_a_bucket_destination_passes_the_engine_check(
     s3_bucket: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,6 +93,8 @@ def test_local_working_folder_beside_a_bucket_destination_passes_the_engine_chec
     reason="Apache Spark's Spark Connect server reads the bucket through S3A with the settings "
     "it was started with, which AWS_ALLOW_HTTP in the client does not govern",
 )
+@pytest.mark.jvm
+@pytest.mark.spark_connect
 def test_the_folder_the_engine_cannot_read_is_named(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     """Read one by one, the markers still tell which folder the engine misses: with
     AWS_ALLOW_HTTP=false set by the user (and kept), the engine refuses the http:// endpoint
@@ -112,6 +113,7 @@ def test_the_folder_the_engine_cannot_read_is_named(s3_bucket: S3Bucket, tmp_pat
     reason="delta-spark's log store behind Apache Spark Connect; a classic JVM's refusal is "
     "tests/jvm/test_bucket_log_store.py, and Sail makes each commit a conditional PUT",
 )
+@pytest.mark.spark_connect
 def test_a_bucket_on_delta_sparks_default_log_store_is_refused_behind_spark_connect(
     s3_bucket: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,6 +162,7 @@ def test_a_url_as_pipelines_dir_is_refused_naming_the_argument(
     assert local.working_dir == tmp_path / "work" / "orders"
 
 
+@pytest.mark.jvm
 def test_an_http_endpoint_works_without_aws_allow_http(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     assert "AWS_ALLOW_HTTP" not in os.environ
     pipeline = bucket_pipeline(s3_bucket, tmp_path)
@@ -168,6 +171,7 @@ def test_an_http_endpoint_works_without_aws_allow_http(s3_bucket: S3Bucket, tmp_
     assert os.environ["AWS_ALLOW_HTTP"] == "true"
 
 
+@pytest.mark.jvm
 def test_a_value_the_user_set_is_kept(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     os.environ["AWS_ALLOW_HTTP"] = "1"
     bucket_pipeline(s3_bucket, tmp_path).run([{"id": 1}], table_name="orders")
@@ -180,6 +184,7 @@ def write_secrets(text: str) -> None:
     (folder / "secrets.toml").write_text(text)
 
 
+@pytest.mark.jvm
 def test_credentials_and_endpoint_from_secrets_under_dlt_names(
     s3_bucket: S3Bucket, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -223,6 +228,8 @@ def customers(rows: list[dict[str, Any]]) -> Any:
     yield from rows
 
 
+@pytest.mark.jvm
+@pytest.mark.spark_connect
 def test_append_replace_merge_with_nested_tables_and_scd2(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     pipeline = bucket_pipeline(s3_bucket, tmp_path)
 
@@ -263,6 +270,7 @@ def numbered(upto: int, updated: Any = sl.incremental("n")) -> Any:  # noqa: B00
     yield from ({"n": n} for n in range(1, upto + 1))
 
 
+@pytest.mark.jvm
 def test_a_cursor_resumes_from_the_bucket_in_an_empty_working_folder(
     s3_bucket: S3Bucket, tmp_path: Path
 ) -> None:
@@ -277,6 +285,7 @@ def test_a_cursor_resumes_from_the_bucket_in_an_empty_working_folder(
     assert bucket_rows(s3_bucket, second, "numbered", "n") == [{"n": n} for n in range(1, 6)]
 
 
+@pytest.mark.jvm
 def test_a_missing_bucket_fails_in_seconds_naming_it(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     pipeline = sl.pipeline(
         "orders",
@@ -291,6 +300,7 @@ def test_a_missing_bucket_fails_in_seconds_naming_it(s3_bucket: S3Bucket, tmp_pa
     assert "no-such-lake-bucket" in str(refused.value)
 
 
+@pytest.mark.jvm
 def test_refused_keys_fail_in_seconds_naming_the_bucket(s3_refusing_keys: S3Server, tmp_path: Path) -> None:
     pipeline = sl.pipeline(
         "orders",

@@ -32,7 +32,7 @@ from test_concurrent_merge import race
 from sparkload.exceptions import ConfigValueError
 
 # The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.connect, pytest.mark.cluster, pytest.mark.jvm]
+pytestmark = [pytest.mark.connect, pytest.mark.cluster]
 
 if TYPE_CHECKING:
     from s3_server import S3Bucket
