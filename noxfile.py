@@ -103,7 +103,7 @@ def airflow(session: nox.Session) -> None:
 #   engine), the runs no kill interrupts in the test process's own JVM; a bucket as the
 #   destination (tests/test_bucket.py: S3A's settings and failures, the statements, a
 #   resume; tests/jvm/test_bucket_log_store.py: hadoop-aws and fs.s3a.* on the JVM
-#   sparkload starts, following later settings, in one JVM, and the refusal on delta-spark's
+#   sparkload starts, following later settings, and the refusal on delta-spark's
 #   default log store). The Sail-only bucket races (conditional PUT) are not its.
 # - `spark_connect`: Apache Spark's own Spark Connect server (JVM, with delta-spark): what
 #   differs from the classic JVM session is the client and its protocol, not Delta, whose
