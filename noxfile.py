@@ -94,19 +94,30 @@ def airflow(session: nox.Session) -> None:
 #   the engine, a commit landing between a merge's preparing and its commit, a bucket. Its
 #   commits are the driver's, as on `connect`: the two-process races run there only.
 # - `jvm`: Apache Spark with delta-spark. A JVM Spark is several times slower per small
-#   statement and each crash-test process starts a JVM, so its run takes the same behaviours
-#   in fewer tests: the dispositions and merges (delta-spark's MERGE), range rewrites,
-#   Spark's own parser reading every literal sparkload writes, compaction, classic
-#   DataFrames as items, Spark's file readers, JDBC reads, a bucket as the destination
-#   (tests/test_bucket.py, and tests/jvm/test_bucket_log_store.py: hadoop-aws and fs.s3a.*
-#   on the JVM sparkload starts, following later settings, and the refusal on delta-spark's
-#   default log store).
+#   statement and each process a test starts pays a JVM's start, so its run takes each
+#   statement, commit protocol and failure mode of the JVM once: each disposition's and
+#   merge strategy's statement (delta-spark's MERGE; hard deletes, merge keys, scd2 and its
+#   options that change the statement, sequence_by once per strategy), nested-table merges,
+#   range rewrites, Spark's own parser reading every kind of literal sparkload writes (the
+#   Python-only checks of literals are the main suite's), compaction, classic DataFrames as
+#   items, Spark's file readers (not the listing, which is Python), JDBC reads, tables by
+#   name in the session's catalog, and the commit protocol: the commit tags, a repeated load
+#   writing nothing twice, a commit race, and a process killed at each commit (the table
+#   commits and the state commit; extract and normalize are the same Python on every
+#   engine), the runs no kill interrupts in the test process's own JVM; a bucket as the
+#   destination (tests/test_bucket.py: S3A's settings and failures, the statements, a
+#   resume; tests/jvm/test_bucket_log_store.py: hadoop-aws and fs.s3a.* on the JVM
+#   sparkload starts, following later settings, and the refusal on delta-spark's
+#   default log store). The Sail-only bucket races (conditional PUT) are not its.
 # - `spark_connect`: Apache Spark's own Spark Connect server (JVM, with delta-spark): what
 #   differs from the classic JVM session is the client and its protocol, not Delta, whose
-#   MERGE statements the classic session's run covers; and a bucket as the destination
+#   MERGE statements the classic session's run covers. So: the dispositions once (by name
+#   in the server's catalog), a resume from the catalog's state table and a load finished
+#   after a failure, a history the client cannot read, nested and native nested columns,
+#   the user's session and DataFrames left as found, the quickstart; and a bucket
 #   (tests/test_bucket.py: the server started with hadoop-aws and fs.s3a.* for the S3 API
-#   server, as a server deployed beside a bucket is, and refused on delta-spark's default
-#   log store as a classic session is).
+#   server, as a server deployed beside a bucket is, its statements, and refused on
+#   delta-spark's default log store as a classic session is).
 # Each engine session ends with its slowest tests, to show where its time goes.
 DURATIONS = ("--durations=15",)
 # Two pytest-xdist workers, each with an engine of its own (tests/engines.py), each test file

@@ -140,19 +140,29 @@ def day_source(day: int) -> Any:
     return api()
 
 
-def main() -> None:
-    work, days = sys.argv[1], [int(day) for day in sys.argv[2].split(",")]
-    point = sys.argv[3] if len(sys.argv) > 3 else ""
-    pipeline = sl.pipeline(
+def pipeline_in(work: str) -> Any:
+    return sl.pipeline(
         "crashy",
         destination=sl.destinations.delta(os.path.join(work, "lake")),
         dataset_name="data",
         pipelines_dir=os.path.join(work, "pipelines"),
     )
-    arm(point)
-    print("STARTED", flush=True)
+
+
+def run_days(pipeline: Any, days: list[int]) -> None:
+    """The scheduled runs of ``days``, one after the other; also what the test process runs
+    itself where a run needs no kill (on the JVM, to spare a JVM start)."""
     for day in days:
         pipeline.run(day_source(day), execution_time=DAY0 + datetime.timedelta(days=day))
+
+
+def main() -> None:
+    work, days = sys.argv[1], [int(day) for day in sys.argv[2].split(",")]
+    point = sys.argv[3] if len(sys.argv) > 3 else ""
+    pipeline = pipeline_in(work)
+    arm(point)
+    print("STARTED", flush=True)
+    run_days(pipeline, days)
     print("DONE", flush=True)
 
 

@@ -28,12 +28,11 @@ if TYPE_CHECKING:
 
 # The S3 server and bucket fixtures (imported by pytest only, so that it rewrites asserts).
 pytest_plugins = ("s3_server",)
-# `connect` and `cluster` run the tests whose statements the server runs on the bucket
-# (marked on each); the settings' checks are the client's own, the same on every engine.
+# Each engine session runs the tests marked for it, those whose statements its engine runs
+# on the bucket (noxfile.py says which); the settings' checks are the client's own, the same
+# on every engine, and run on the embedded engine only.
 pytestmark = [
     pytest.mark.timeout(300),
-    pytest.mark.jvm,
-    pytest.mark.spark_connect,
     pytest.mark.usefixtures("one_writer_on_the_jvm"),
 ]
 
@@ -66,6 +65,7 @@ def engine_rows(pipeline: sl.Pipeline, table: str, order_by: str) -> list[dict[s
 
 @pytest.mark.connect
 @pytest.mark.cluster
+@pytest.mark.jvm
 def test_local_working_folder_beside_a_bucket_destination_passes_the_engine_check(
     s3_bucket: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,6 +98,8 @@ def test_local_working_folder_beside_a_bucket_destination_passes_the_engine_chec
 )
 @pytest.mark.connect
 @pytest.mark.cluster
+@pytest.mark.jvm
+@pytest.mark.spark_connect
 def test_the_folder_the_engine_cannot_read_is_named(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     """Read one by one, the markers still tell which folder the engine misses: with
     AWS_ALLOW_HTTP=false set by the user (and kept), the engine refuses the http:// endpoint
@@ -116,6 +118,7 @@ def test_the_folder_the_engine_cannot_read_is_named(s3_bucket: S3Bucket, tmp_pat
     reason="delta-spark's log store behind Apache Spark Connect; a classic JVM's refusal is "
     "tests/jvm/test_bucket_log_store.py, and Sail makes each commit a conditional PUT",
 )
+@pytest.mark.spark_connect
 def test_a_bucket_on_delta_sparks_default_log_store_is_refused_behind_spark_connect(
     s3_bucket: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,6 +167,7 @@ def test_a_url_as_pipelines_dir_is_refused_naming_the_argument(
     assert local.working_dir == tmp_path / "work" / "orders"
 
 
+@pytest.mark.jvm
 def test_an_http_endpoint_works_without_aws_allow_http(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     assert "AWS_ALLOW_HTTP" not in os.environ
     pipeline = bucket_pipeline(s3_bucket, tmp_path)
@@ -172,6 +176,7 @@ def test_an_http_endpoint_works_without_aws_allow_http(s3_bucket: S3Bucket, tmp_
     assert os.environ["AWS_ALLOW_HTTP"] == "true"
 
 
+@pytest.mark.jvm
 def test_a_value_the_user_set_is_kept(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     os.environ["AWS_ALLOW_HTTP"] = "1"
     bucket_pipeline(s3_bucket, tmp_path).run([{"id": 1}], table_name="orders")
@@ -184,6 +189,7 @@ def write_secrets(text: str) -> None:
     (folder / "secrets.toml").write_text(text)
 
 
+@pytest.mark.jvm
 def test_credentials_and_endpoint_from_secrets_under_dlt_names(
     s3_bucket: S3Bucket, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -229,6 +235,8 @@ def customers(rows: list[dict[str, Any]]) -> Any:
 
 @pytest.mark.connect
 @pytest.mark.cluster
+@pytest.mark.jvm
+@pytest.mark.spark_connect
 def test_append_replace_merge_with_nested_tables_and_scd2(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     pipeline = bucket_pipeline(s3_bucket, tmp_path)
 
@@ -271,6 +279,7 @@ def numbered(upto: int, updated: Any = sl.incremental("n")) -> Any:  # noqa: B00
 
 @pytest.mark.connect
 @pytest.mark.cluster
+@pytest.mark.jvm
 def test_a_cursor_resumes_from_the_bucket_in_an_empty_working_folder(
     s3_bucket: S3Bucket, tmp_path: Path
 ) -> None:
@@ -287,6 +296,7 @@ def test_a_cursor_resumes_from_the_bucket_in_an_empty_working_folder(
 
 @pytest.mark.connect
 @pytest.mark.cluster
+@pytest.mark.jvm
 def test_a_missing_bucket_fails_in_seconds_naming_it(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     pipeline = sl.pipeline(
         "orders",
@@ -303,6 +313,7 @@ def test_a_missing_bucket_fails_in_seconds_naming_it(s3_bucket: S3Bucket, tmp_pa
 
 @pytest.mark.connect
 @pytest.mark.cluster
+@pytest.mark.jvm
 def test_refused_keys_fail_in_seconds_naming_the_bucket(s3_refusing_keys: S3Server, tmp_path: Path) -> None:
     pipeline = sl.pipeline(
         "orders",

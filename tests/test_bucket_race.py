@@ -34,7 +34,7 @@ from sparkload.exceptions import ConfigValueError
 # The engine sessions that run this file (noxfile.py says why): the two-writer race on a
 # server in another process (`connect`); on `cluster`, whose commits are the same driver's,
 # the single-writer tests only (marked there).
-pytestmark = [pytest.mark.connect, pytest.mark.jvm]
+pytestmark = [pytest.mark.connect]
 
 if TYPE_CHECKING:
     from s3_server import S3Bucket

@@ -36,7 +36,7 @@ from sparkload.pipeline import state as state_store
 from sparkload.pipeline.state import STATE_TABLE
 
 # The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.connect, pytest.mark.jvm, pytest.mark.spark_connect]
+pytestmark = [pytest.mark.connect]
 
 _schemas = itertools.count()
 DAY = datetime.timedelta(days=1)
@@ -124,6 +124,8 @@ def day_of(day: int) -> list[Any]:
     return [users(day), events(day), snapshot(day), dim(day), ticks(day)]
 
 
+@pytest.mark.jvm
+@pytest.mark.spark_connect
 def test_every_disposition_loads_into_tables_named_in_the_catalog(catalog_pipeline: sl.Pipeline) -> None:
     pipeline = catalog_pipeline
     first = pipeline.run(day_of(1))
@@ -155,6 +157,8 @@ def test_every_disposition_loads_into_tables_named_in_the_catalog(catalog_pipeli
     assert pipeline.table("users").count() == 3
 
 
+@pytest.mark.jvm
+@pytest.mark.spark_connect
 def test_a_new_working_directory_resumes_from_the_state_table_in_the_catalog(
     catalog_pipeline: sl.Pipeline, tmp_path: Path
 ) -> None:
@@ -179,6 +183,8 @@ def test_a_new_working_directory_resumes_from_the_state_table_in_the_catalog(
     assert [row["id"] for row in by_name(fresh, "orders")] == [1, 2, 3, 4, 5]
 
 
+@pytest.mark.jvm
+@pytest.mark.spark_connect
 def test_a_load_finished_after_a_failure_commits_nothing_twice(
     catalog_pipeline: sl.Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -208,6 +214,7 @@ def test_a_load_finished_after_a_failure_commits_nothing_twice(
     assert pipeline.state["_state_version"] == 2
 
 
+@pytest.mark.jvm
 def test_a_time_range_replaces_its_window_in_a_catalog_table(catalog_pipeline: sl.Pipeline) -> None:
     rows = [{"ts": START + i * DAY / 2, "n": i} for i in range(6)]  # two rows a day, 3 days
 
@@ -248,6 +255,7 @@ def test_a_time_range_replaces_its_window_in_a_catalog_table(catalog_pipeline: s
     ]
 
 
+@pytest.mark.jvm
 def test_dropping_a_resource_drops_its_catalog_tables(catalog_pipeline: sl.Pipeline) -> None:
     pipeline = catalog_pipeline
     pipeline.run(day_of(1))
@@ -258,6 +266,7 @@ def test_dropping_a_resource_drops_its_catalog_tables(catalog_pipeline: sl.Pipel
     assert sorted(pipeline.destination_dataset.user_tables()) == ["dim", "events", "snapshot", "ticks"]
 
 
+@pytest.mark.jvm
 def test_the_schema_is_created_when_missing_and_attach_finds_the_catalog(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -320,6 +329,8 @@ def test_a_destination_is_a_path_or_a_catalog(
         sl.destinations.delta(*args, **kwargs)
 
 
+@pytest.mark.jvm
+@pytest.mark.spark_connect
 def test_a_history_this_process_cannot_read_stops_the_load_before_any_commit(
     catalog_pipeline: sl.Pipeline, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -23,7 +23,7 @@ from sparkload.common.system_columns import SYSTEM_COLUMNS
 from sparkload.sources.filesystem import filesystem, read_csv, read_jsonl, read_parquet, readers
 
 # The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.cluster, pytest.mark.jvm]
+pytestmark = [pytest.mark.cluster]
 
 
 def _write(path: Path, text: str, mtime: float | None = None) -> Path:
@@ -93,6 +93,7 @@ def test_credentials_are_refused_with_the_sparkload_way(folder: Path) -> None:
         filesystem(str(folder), credentials={"aws_access_key_id": "x"})
 
 
+@pytest.mark.jvm
 def test_csv_files_load_through_the_engine(pipeline: sl.Pipeline, folder: Path) -> None:
     info = pipeline.run((filesystem(str(folder), file_glob="**/*.csv") | read_csv()).with_name("people"))
     assert info.row_counts == {"people": 4}
@@ -105,6 +106,7 @@ def test_csv_files_load_through_the_engine(pipeline: sl.Pipeline, folder: Path) 
     ]
 
 
+@pytest.mark.jvm
 def test_reader_options_pass_through_and_a_file_name_column(pipeline: sl.Pipeline, tmp_path: Path) -> None:
     _write(tmp_path / "semi" / "x.csv", "1;a\n2;b\n")
     reader = readers(str(tmp_path / "semi"), file_glob="*.csv").read_csv(
@@ -116,6 +118,7 @@ def test_reader_options_pass_through_and_a_file_name_column(pipeline: sl.Pipelin
     assert all(row["source_file"].endswith("/semi/x.csv") for row in rows)
 
 
+@pytest.mark.jvm
 def test_jsonl_and_parquet_files_load(pipeline: sl.Pipeline, tmp_path: Path) -> None:
     _write(tmp_path / "j" / "e.jsonl", '{"id": 1, "tags": ["x", "y"]}\n{"id": 2, "tags": []}\n')
     pq.write_table(pa.table({"id": [7, 8], "amount": [1.5, 2.5]}), _write(tmp_path / "p" / "f.parquet", ""))
@@ -198,6 +201,7 @@ def _loaded(pipeline: sl.Pipeline, table: str) -> list[dict[str, Any]]:
     return _sorted_rows(user_columns(delta_rows(pipeline, table)))
 
 
+@pytest.mark.jvm
 def test_csv_columns_are_matched_by_name_not_by_position(pipeline: sl.Pipeline, tmp_path: Path) -> None:
     files = [
         _write(tmp_path / "names" / "a.csv", "first,last\nann,lee\n"),
@@ -213,6 +217,7 @@ def test_csv_columns_are_matched_by_name_not_by_position(pipeline: sl.Pipeline, 
     }
 
 
+@pytest.mark.jvm
 def test_csv_files_with_other_columns_and_compressions_load_together(
     pipeline: sl.Pipeline, tmp_path: Path
 ) -> None:
@@ -233,6 +238,7 @@ def test_csv_files_with_other_columns_and_compressions_load_together(
     }
 
 
+@pytest.mark.jvm
 def test_csv_files_in_another_encoding_load(pipeline: sl.Pipeline, tmp_path: Path) -> None:
     folder = tmp_path / "utf16"
     files = [folder / "a.csv", folder / "b.csv.gz"]
@@ -271,7 +277,7 @@ NAMES_THAT_LOOK_LIKE_PATTERNS = [
 ]
 
 
-@pytest.mark.parametrize("files_per_page", [100, 1])
+@pytest.mark.parametrize("files_per_page", [100, pytest.param(1, marks=pytest.mark.jvm)])
 def test_file_names_are_not_read_as_globs_or_url_escapes(
     pipeline: sl.Pipeline, tmp_path: Path, files_per_page: int
 ) -> None:
@@ -303,6 +309,7 @@ def test_the_listing_keeps_inside_the_bucket_and_out_of_symlink_loops(tmp_path: 
     ("name", "reader"),
     [("broken.csv.gz", read_csv), ("broken.jsonl.gz", read_jsonl)],
 )
+@pytest.mark.jvm
 def test_a_damaged_compressed_file_is_named(
     pipeline: sl.Pipeline, tmp_path: Path, name: str, reader: Any
 ) -> None:
@@ -320,6 +327,7 @@ def test_a_damaged_compressed_file_is_named(
     assert (cause.resource, cause.file) == ("damaged", f"file://{folder}/{name}")
 
 
+@pytest.mark.jvm
 def test_a_header_only_csv_loads_no_rows(pipeline: sl.Pipeline, tmp_path: Path) -> None:
     # dlt reads it with pandas: a frame without rows, no records, no table.
     _write(tmp_path / "empty" / "a.csv", "id,name\n")
@@ -376,6 +384,7 @@ def test_the_listing_follows_the_incrementals_row_order(
     assert sorted(row["id"] for row in delta_rows(pipeline, "days")) == [1, 2, 3, 4]
 
 
+@pytest.mark.jvm
 def test_a_column_read_as_other_types_in_other_files_keeps_every_value(
     pipeline: sl.Pipeline, tmp_path: Path
 ) -> None:
@@ -390,6 +399,7 @@ def test_a_column_read_as_other_types_in_other_files_keeps_every_value(
     )
 
 
+@pytest.mark.jvm
 def test_jsonl_and_parquet_files_of_other_columns_and_compressions_load_by_name(
     pipeline: sl.Pipeline, tmp_path: Path
 ) -> None:

@@ -41,9 +41,6 @@ from sparkload.common.literals import (
 )
 from sparkload.engine.settings import session_settings
 
-# The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.jvm]
-
 D = decimal.Decimal
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
@@ -190,11 +187,13 @@ HOSTILE_GROUPS = {
 
 
 @pytest.mark.parametrize("group", HOSTILE_GROUPS)
+@pytest.mark.jvm
 def test_hostile_values_come_back_exactly_with_their_type(spark: Any, group: str) -> None:
     round_trip(spark, HOSTILE_GROUPS[group])
 
 
 @pytest.mark.filterwarnings("ignore:.*raw string literals:UserWarning")  # the setting is deprecated
+@pytest.mark.jvm
 def test_strings_read_the_same_whatever_the_parser_settings(spark: Any) -> None:
     """Spark reads backslash escapes literally under escapedStringLiterals and substitutes
     ``${...}`` unless variable substitution is off: neither may change a literal."""
@@ -207,6 +206,7 @@ def test_strings_read_the_same_whatever_the_parser_settings(spark: Any) -> None:
             round_trip(spark, cases)
 
 
+@pytest.mark.jvm
 def test_timestamps_do_not_depend_on_the_session_time_zone(spark: Any) -> None:
     """An explicit offset fixes the instant; TIMESTAMP_NTZ has none to shift. Under
     ``spark.sql.timestampType=TIMESTAMP_NTZ`` the zoned literal stays a TIMESTAMP."""
@@ -309,6 +309,7 @@ def any_case() -> st.SearchStrategy[tuple[object, T.DataType]]:
 
 @PROPERTY_SETTINGS
 @given(cases=st.lists(any_case(), min_size=1, max_size=40))
+@pytest.mark.jvm
 def test_any_value_of_a_supported_type_comes_back_exactly(
     spark: Any, cases: list[tuple[object, T.DataType]]
 ) -> None:

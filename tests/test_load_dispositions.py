@@ -16,8 +16,8 @@ import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed
 
 # The engine sessions that run this file (noxfile.py says why); `connect` runs each
-# disposition's statements once (marked on those tests).
-pytestmark = [pytest.mark.cluster, pytest.mark.jvm]
+# disposition's statements once, the JVM each once too (marked on those tests).
+pytestmark = [pytest.mark.cluster]
 
 ID = "_sparkload_id"
 LOAD_ID = "_sparkload_load_id"
@@ -56,6 +56,7 @@ def versions(pipeline: sl.Pipeline, *tables: str) -> dict[str, int]:
 
 # -- append -------------------------------------------------------------------------------------
 @pytest.mark.connect
+@pytest.mark.jvm
 def test_append_twice_doubles_rows_and_nested_rows(pipeline: sl.Pipeline) -> None:
     data = [{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": ["c"]}]
     first = pipeline.run(data, table_name="events")
@@ -77,6 +78,7 @@ def test_append_twice_doubles_rows_and_nested_rows(pipeline: sl.Pipeline) -> Non
     assert all(roots[r[PARENT_ID]] == r[LOAD_ID] for r in nested)
 
 
+@pytest.mark.jvm
 def test_append_makes_one_commit_per_table_per_load_tagged_with_the_load_id(pipeline: sl.Pipeline) -> None:
     loads = [pipeline.run([{"id": i, "tags": ["x"]}], table_name="events").load_id for i in range(3)]
 
@@ -85,6 +87,7 @@ def test_append_makes_one_commit_per_table_per_load_tagged_with_the_load_id(pipe
         assert [(h["version"], h.get("userMetadata")) for h in history] == list(enumerate(loads))
 
 
+@pytest.mark.jvm
 def test_append_new_column_evolves_the_table(pipeline: sl.Pipeline) -> None:
     pipeline.run([{"id": 1}], table_name="events")
     pipeline.run([{"id": 2, "extra": "e"}], table_name="events")
@@ -103,6 +106,7 @@ def test_append_rows_without_an_existing_column_get_null(pipeline: sl.Pipeline) 
 
 # -- replace --------------------------------------------------------------------------------------
 @pytest.mark.connect
+@pytest.mark.jvm
 def test_replace_with_fewer_rows_and_another_schema_is_one_atomic_commit(pipeline: sl.Pipeline) -> None:
     old_rows = [
         {"id": 1, "x": 10, "v": 1, "tags": ["a"], "items": [{"k": 1}]},
@@ -139,6 +143,7 @@ def test_replace_with_fewer_rows_and_another_schema_is_one_atomic_commit(pipelin
     assert old_items.to_pyarrow_table().num_rows == 2
 
 
+@pytest.mark.jvm
 def test_replace_resource_that_yields_nothing_empties_its_tables(pipeline: sl.Pipeline) -> None:
     pipeline.run(
         [{"id": 1, "tags": ["a"]}, {"id": 2, "tags": ["b"]}], table_name="snap", write_disposition="replace"
@@ -170,6 +175,7 @@ def merge(
 
 
 @pytest.mark.connect
+@pytest.mark.jvm
 def test_merge_updates_and_inserts_in_one_run(pipeline: sl.Pipeline) -> None:
     merge(pipeline, [{"id": 1, "name": "ada"}, {"id": 2, "name": "bob"}])
     before = delta_version(pipeline, "users")
@@ -209,7 +215,9 @@ def test_merge_deduplicates_rows_of_one_load_by_primary_key(pipeline: sl.Pipelin
         assert rows[1:] == [{"id": 2, "v": 0}, {"id": 3, "v": 4}]
 
 
-@pytest.mark.parametrize(("direction", "survivor"), [("desc", 9), ("asc", 5)])
+@pytest.mark.parametrize(
+    ("direction", "survivor"), [pytest.param("desc", 9, marks=pytest.mark.jvm), ("asc", 5)]
+)
 def test_merge_dedup_sort_picks_the_surviving_duplicate_and_its_nested_rows(
     pipeline: sl.Pipeline, direction: str, survivor: int
 ) -> None:
@@ -262,6 +270,7 @@ def test_merge_with_compound_primary_key(pipeline: sl.Pipeline) -> None:
         assert rows == [(1, "eu", 1), (1, "us", 20), (2, "eu", 3), (2, "us", 4)]
 
 
+@pytest.mark.jvm
 def test_merge_key_replaces_the_days_in_the_load_and_keeps_other_days(pipeline: sl.Pipeline) -> None:
     """dlt's daily-batch example: ``merge_key="batch_day"``, no primary key."""
     day1, day2, day3 = (datetime.date(2024, 1, d) for d in (1, 2, 3))
@@ -315,6 +324,7 @@ def test_merge_deduplicated_option(pipeline: sl.Pipeline, deduplicated: bool, ro
 
 
 @pytest.mark.connect
+@pytest.mark.jvm
 def test_merge_replaces_nested_rows_of_updated_roots_only(pipeline: sl.Pipeline) -> None:
     merge(
         pipeline,
@@ -378,7 +388,7 @@ def test_loading_again_after_extract_and_normalize_adds_nothing(pipeline: sl.Pip
     assert versions(pipeline, "events", "events__tags") == {"events": 0, "events__tags": 0}
 
 
-@pytest.mark.parametrize("disposition", ["append", "replace", "merge"])
+@pytest.mark.parametrize("disposition", ["append", "replace", pytest.param("merge", marks=pytest.mark.jvm)])
 @pytest.mark.connect
 def test_repeating_a_load_whose_commits_happened_writes_nothing_twice(
     pipeline: sl.Pipeline, tmp_path: Path, disposition: str

@@ -31,7 +31,7 @@ from table_checks import READERS, assert_table, naive_utc, project, row_count
 import sparkload as sl
 
 # The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.cluster, pytest.mark.jvm]
+pytestmark = [pytest.mark.cluster]
 
 UTC = datetime.timezone.utc
 ID = "_sparkload_id"
@@ -187,6 +187,7 @@ def test_dlt_merge_without_keys_falls_back_to_append(pipeline: sl.Pipeline) -> N
     assert_table(pipeline, "log", [{"v": "a"}, {"v": "a"}])
 
 
+@pytest.mark.jvm
 def test_dlt_hard_delete_with_primary_key_and_boolean_column(pipeline: sl.Pipeline) -> None:
     @sl.resource(primary_key="id", write_disposition="merge", columns={"deleted_flag": {"hard_delete": True}})
     def resource(item: dict[str, Any]) -> Iterator[Any]:
@@ -211,6 +212,7 @@ def test_dlt_hard_delete_with_primary_key_and_boolean_column(pipeline: sl.Pipeli
     assert row_count(pipeline, "resource") == 0
 
 
+@pytest.mark.jvm
 def test_dlt_hard_delete_with_merge_key_and_non_boolean_column(pipeline: sl.Pipeline) -> None:
     @sl.resource(merge_key="id", write_disposition="merge", columns={"deleted_at_ts": {"hard_delete": True}})
     def resource(items: list[dict[str, Any]]) -> Iterator[Any]:
@@ -330,6 +332,7 @@ def ids_by_version(pipeline: sl.Pipeline) -> dict[tuple[Any, ...], str]:
     return seen[0]
 
 
+@pytest.mark.jvm
 def test_dlt_scd2_full_extract_example(pipeline: sl.Pipeline) -> None:
     # first run — 2024-04-09 18:27:53.734235
     pipeline.run(
@@ -401,6 +404,7 @@ def test_dlt_scd2_merge_key_natural_key_does_not_retire_absent_records(pipeline:
     )
 
 
+@pytest.mark.jvm
 def test_dlt_scd2_merge_key_partition_retires_only_within_loaded_partitions(pipeline: sl.Pipeline) -> None:
     r1, r2, r3 = "2024-01-02 03:03:35.854305", "2024-01-03 03:01:11.943703", "2024-01-03 10:30:05.750356"
 
@@ -499,6 +503,7 @@ def test_dlt_scd2_configure_active_record_timestamp(pipeline: sl.Pipeline) -> No
     )
 
 
+@pytest.mark.jvm
 def test_dlt_scd2_configure_boundary_timestamp(pipeline: sl.Pipeline) -> None:
     boundary = "2024-08-21 12:15:00"
     pipeline.run(
@@ -663,6 +668,7 @@ MENU_TIME_TABLE_1 = [
 ]
 
 
+@pytest.mark.jvm
 def test_sqlmesh_scd2_by_time_menu_example(pipeline: sl.Pipeline) -> None:
     wd = by_time(invalidate_hard_deletes=True)
     pipeline.run(menu_resource(MENU_TIME_PASS_1, wd), execution_time=at(RUN_1))
@@ -821,6 +827,7 @@ MENU_COLUMN_TABLE_1 = [
 ]
 
 
+@pytest.mark.jvm
 def test_sqlmesh_scd2_by_column_menu_example(pipeline: sl.Pipeline) -> None:
     wd = by_column(invalidate_hard_deletes=True)
     pipeline.run(menu_resource(MENU_COLUMN_PASS_1, wd), execution_time=at(RUN_1))
@@ -942,7 +949,9 @@ def test_sqlmesh_scd2_by_column_daily_snapshot_source(pipeline: sl.Pipeline) -> 
 
 # -- SQLMesh: INCREMENTAL_BY_PARTITION ------------------------------------------------------------
 @pytest.mark.parametrize(
-    "partitioned_by", [("region",), ("region", "department")], ids=["region", "region+department"]
+    "partitioned_by",
+    [("region",), pytest.param(("region", "department"), marks=pytest.mark.jvm)],
+    ids=["region", "region+department"],
 )
 def test_sqlmesh_incremental_by_partition(pipeline: sl.Pipeline, partitioned_by: tuple[str, ...]) -> None:
     """A partition in the load replaces all its stored rows; a new partition is inserted; a

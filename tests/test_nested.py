@@ -18,7 +18,7 @@ import sparkload as sl
 from sparkload.load.delta_log import list_tables
 
 # The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.cluster, pytest.mark.jvm, pytest.mark.spark_connect]
+pytestmark = [pytest.mark.cluster]
 
 ID = "_sparkload_id"
 LOAD_ID = "_sparkload_load_id"
@@ -65,6 +65,7 @@ def by_link(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # -- flattening --------------------------------------------------------------------------------
+@pytest.mark.jvm
 def test_nested_dicts_flatten_to_double_underscore_paths(pipeline: sl.Pipeline) -> None:
     pipeline.run(
         [{"id": 1, "a": {"b": {"c": {"d": 1}}, "x": "y"}}, {"id": 2, "a": {"b": {"c": {"d": 2}}, "x": "z"}}],
@@ -92,7 +93,14 @@ def _as_merge_resource() -> Any:
     return sl.resource(ORDERS, name="orders", write_disposition="merge", primary_key="id")
 
 
-@pytest.mark.parametrize("make_data", [_with_source_root_key, _as_merge_resource], ids=["root_key", "merge"])
+@pytest.mark.parametrize(
+    "make_data",
+    [
+        _with_source_root_key,
+        pytest.param(_as_merge_resource, marks=[pytest.mark.jvm, pytest.mark.spark_connect]),
+    ],
+    ids=["root_key", "merge"],
+)
 def test_lists_become_nested_tables_linked_to_parent_and_root(pipeline: sl.Pipeline, make_data: Any) -> None:
     info = pipeline.run(make_data())
 
@@ -175,6 +183,8 @@ DEEP = [
 ]
 
 
+@pytest.mark.jvm
+@pytest.mark.spark_connect
 def test_max_table_nesting_0_keeps_dicts_and_lists_as_native_columns(pipeline: sl.Pipeline) -> None:
     resource = sl.resource(DEEP, name="deep", max_table_nesting=0)
     info = pipeline.run(resource)

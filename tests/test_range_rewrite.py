@@ -25,7 +25,6 @@ from table_checks import assert_table
 import sparkload as sl
 
 # The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.jvm]
 
 BATCHES = 5
 WIDTH = 100
@@ -88,6 +87,7 @@ def composite_row(i: int, value: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("strategy", ["delete-insert", "upsert", "insert-only"])
+@pytest.mark.jvm
 def test_a_merge_rewrites_only_the_file_its_keys_fall_in(pipeline: sl.Pipeline, strategy: str) -> None:
     build(pipeline, strategy, "id", int_row)
     # Keys 210..219 exist (in the third file); none is new.
@@ -132,6 +132,7 @@ def test_new_keys_beside_every_range_rewrite_no_file(pipeline: sl.Pipeline) -> N
     assert last_commit_actions(pipeline, "items")["remove"] == 0
 
 
+@pytest.mark.jvm
 def test_a_hard_delete_removes_its_rows_and_rewrites_one_file(pipeline: sl.Pipeline) -> None:
     build(pipeline, "upsert", "id", int_row)
     rows = [{**int_row(i, "v1"), "gone": i % 2 == 0} for i in range(110, 120)]
@@ -168,6 +169,7 @@ def test_a_hard_delete_removes_its_rows_and_rewrites_one_file(pipeline: sl.Pipel
     reason="on Delta with Apache Spark an SCD Type 2 change is a MERGE without a range in its "
     "ON, which reads every file",
 )
+@pytest.mark.jvm
 def test_an_scd2_change_rewrites_only_the_files_of_the_versions_it_closes(pipeline: sl.Pipeline) -> None:
     """A by-column SCD Type 2 load that changes keys 210–219 closes their versions, held in
     the third load's file, and inserts its new versions: it reads and rewrites that file
@@ -212,7 +214,7 @@ def lists_by_id(pipeline: sl.Pipeline) -> dict[int, list[str]]:
     return {key: [value for _, value in sorted(items)] for key, items in lists.items()}
 
 
-@pytest.mark.parametrize("strategy", ["delete-insert", "upsert"])
+@pytest.mark.parametrize("strategy", [pytest.param("delete-insert", marks=pytest.mark.jvm), "upsert"])
 def test_nested_rows_of_replaced_root_rows_are_replaced_reading_only_their_files(
     pipeline: sl.Pipeline, strategy: str
 ) -> None:

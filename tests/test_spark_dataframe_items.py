@@ -25,8 +25,8 @@ from sparkload.extract.storage import TableFiles
 
 # The engine sessions that run this file (noxfile.py says why); `connect` runs a
 # DataFrame of the user's session on the server staged, merged and filtered, and the
-# refusal of another server's (marked on those tests).
-pytestmark = [pytest.mark.cluster, pytest.mark.jvm]
+# refusal of another server's; the JVM its own set (marked on those tests).
+pytestmark = [pytest.mark.cluster]
 
 UTC = datetime.timezone.utc
 TS1 = datetime.datetime(2024, 1, 1, 12, 30, tzinfo=UTC)
@@ -100,6 +100,7 @@ def comparable_rows(rows: list[dict[str, Any]], drop: tuple[str, ...] = ()) -> l
 
 
 @pytest.mark.connect
+@pytest.mark.jvm
 def test_dataframe_loads_the_same_tables_as_the_same_rows_as_dicts(pipeline: sl.Pipeline) -> None:
     pipeline.run(ROWS, table_name="from_dicts")
     pipeline.run(frame(pipeline, ROWS, DDL), table_name="from_df")
@@ -145,6 +146,7 @@ def test_max_table_nesting_applies_to_dataframes_as_to_dicts(make_pipeline: Any)
     assert "customer" in schema_of(pipeline, "from_df")
 
 
+@pytest.mark.jvm
 def test_resource_may_yield_dataframes_beside_dicts(pipeline: sl.Pipeline) -> None:
     @sl.resource
     def mixed() -> Iterator[Any]:
@@ -204,6 +206,7 @@ def test_merge_upsert_with_a_dataframe_updates_and_inserts(pipeline: sl.Pipeline
     ]
 
 
+@pytest.mark.jvm
 def test_merge_delete_insert_with_a_dataframe_replaces_nested_rows(pipeline: sl.Pipeline) -> None:
     ddl = "id bigint, items array<struct<sku: string>>"
     first = [{"id": 1, "items": [{"sku": "a"}, {"sku": "b"}]}, {"id": 2, "items": [{"sku": "c"}]}]
@@ -236,6 +239,7 @@ def test_scd2_with_dataframes_closes_changed_versions(pipeline: sl.Pipeline) -> 
 
 
 @pytest.mark.connect
+@pytest.mark.jvm
 def test_incremental_cursor_filters_a_dataframe_in_spark_across_runs(pipeline: sl.Pipeline) -> None:
     source_rows = [{"id": i, "updated": datetime.datetime(2024, 1, i, tzinfo=UTC)} for i in range(1, 4)]
 
@@ -275,6 +279,7 @@ def test_incremental_end_value_and_min_on_a_dataframe(pipeline: sl.Pipeline) -> 
     assert sorted(r["n"] for r in delta_rows(pipeline, "downward")) == [0, 1, 2, 3, 4, 5, 6]
 
 
+@pytest.mark.jvm
 def test_incremental_without_primary_key_dedups_boundary_rows_by_content(pipeline: sl.Pipeline) -> None:
     source_rows = [{"n": 1, "v": "a"}, {"n": 2, "v": "b"}]
 
@@ -346,6 +351,7 @@ def other_server_session() -> Iterator[Any]:
 
 
 @pytest.mark.connect
+@pytest.mark.jvm
 def test_dataframe_of_another_spark_server_is_refused_naming_the_resource(
     pipeline: sl.Pipeline, other_server_session: Any
 ) -> None:
@@ -360,6 +366,7 @@ def test_dataframe_of_another_spark_server_is_refused_naming_the_resource(
     assert "resource 'foreign'" in str(cause) and "another Spark session" in str(cause)
 
 
+@pytest.mark.jvm
 def test_unsupported_column_type_is_refused_naming_resource_and_column(pipeline: sl.Pipeline) -> None:
     @sl.resource
     def mapped() -> Iterator[Any]:
@@ -370,6 +377,7 @@ def test_unsupported_column_type_is_refused_naming_resource_and_column(pipeline:
 
 
 @pytest.mark.connect
+@pytest.mark.jvm
 def test_an_interrupted_engine_write_leaves_no_part_normalize_would_read(
     pipeline: sl.Pipeline, tmp_path: Path
 ) -> None:
@@ -403,7 +411,7 @@ def test_a_time_interval_resource_yielding_a_dataframe_loads_its_window_alone(pi
     assert sorted(row["id"] for row in delta_rows(pipeline, "events")) == list(range(8))
 
 
-@pytest.mark.parametrize("disposition", ["append", "replace", "merge"])
+@pytest.mark.parametrize("disposition", ["append", "replace", pytest.param("merge", marks=pytest.mark.jvm)])
 def test_an_empty_dataframe_loads_nothing_as_an_empty_list_does(
     pipeline: sl.Pipeline, disposition: str
 ) -> None:
