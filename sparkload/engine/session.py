@@ -66,9 +66,7 @@ def start_engine_early(spark: Any = None) -> None:
     embedded one: its server and the import of PySpark's Connect client each in a thread of
     their own, so that a run's extract and the engine's start overlap. Nothing is raised
     here: a start that failed is made again, and fails, where the engine is resolved."""
-    if spark is not None and not isinstance(spark, str):
-        return
-    if not _embedded_engine_chosen(_configured_url(spark)):
+    if not starts_early(spark):
         return
     _let_pyspark_connect_from_inline_code()
     start_in_background()
@@ -114,13 +112,14 @@ def _embedded_engine_chosen(url: str | None) -> bool:
     return not url and not _user_session_imported()
 
 
-def makes_own_session(spark: Any = None) -> bool:
-    """Whether ``resolve_spark(spark)`` returns a session sparkload makes, told without
-    resolving it (so without starting the engine); False where only that can tell."""
+def starts_early(spark: Any = None) -> bool:
+    """Whether ``start_engine_early(spark)`` starts the engine: the embedded one only, told
+    without resolving it. Every other engine is resolved where a run takes its lock, as
+    before, so that its checks (a bucket it cannot reach, a server that does not answer)
+    fail the run first, with their own errors."""
     if spark is not None and not isinstance(spark, str):
-        return is_own_session(spark)
-    url = _configured_url(spark)
-    return bool(url) or _embedded_engine_chosen(url)
+        return False
+    return _embedded_engine_chosen(_configured_url(spark))
 
 
 def session_for(url: str) -> Any:

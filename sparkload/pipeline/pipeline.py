@@ -27,7 +27,7 @@ from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
 from sparkload.engine.jvm_cluster import follow_s3_settings
 from sparkload.engine.object_store import refuse_unsafe_jvm_commits
-from sparkload.engine.session import is_own_session, makes_own_session, start_engine_early
+from sparkload.engine.session import is_own_session, start_engine_early, starts_early
 from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import SparkloadError
 from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
@@ -168,9 +168,9 @@ class Pipeline:
 
     def _session_scope(self, wait_for_engine: bool = True) -> contextlib.AbstractContextManager[None]:
         """The settings sparkload's statements need, on a session that is the user's only
-        for this call (sparkload's own sessions keep them). Without ``wait_for_engine``, a
-        session sparkload will make is told without starting the engine."""
-        if not wait_for_engine and self._spark is None and makes_own_session(self._spark_arg):
+        for this call (sparkload's own sessions keep them). Without ``wait_for_engine``, the
+        embedded engine, which the call starts itself as it begins, is not waited for here."""
+        if not wait_for_engine and self._spark is None and starts_early(self._spark_arg):
             return contextlib.nullcontext()
         if is_own_session(self.spark):
             return contextlib.nullcontext()
