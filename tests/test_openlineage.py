@@ -73,6 +73,19 @@ def validate(event: dict[str, Any]) -> None:
 
 
 # -- fixtures ---------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def openlineage_variables_restored() -> Iterator[None]:
+    """The OpenLineage variables as they were before each test. The client itself writes
+    some into the environment (it turns ``OPENLINEAGE_URL`` into
+    ``OPENLINEAGE__TRANSPORT__TRANSPORTS__DEFAULT_HTTP__*``), which monkeypatch does not
+    know of; left behind, they would turn lineage on for every later test of the process."""
+    before = {name: value for name, value in os.environ.items() if name.startswith("OPENLINEAGE")}
+    yield
+    for name in [name for name in os.environ if name.startswith("OPENLINEAGE")]:
+        del os.environ[name]
+    os.environ.update(before)
+
+
 @pytest.fixture
 def events_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The file transport, as a user configures it, appending every event to one file."""
