@@ -70,10 +70,6 @@ def _actions(uri: str, version: int) -> Iterator[dict[str, Any]]:
             yield dict(orjson.loads(line))
 
 
-def commit_info(uri: str, version: int) -> dict[str, Any]:
-    return _commit_info(_actions(uri, version))
-
-
 def _commit_info(actions: Iterable[dict[str, Any]]) -> dict[str, Any]:
     for action in actions:
         if "commitInfo" in action:
