@@ -69,7 +69,10 @@ def environment(endpoint: str) -> dict[str, str]:
 @contextlib.contextmanager
 def bucket(log_folder: Path) -> Iterator[dict[str, str]]:
     """A running server with an empty bucket; yields the runners' environment for it."""
-    executable = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
+    # The running interpreter's own moto first: a moto_server found first on PATH may be
+    # another install's, whose answers differ (an older one fails multipart uploads).
+    own_bin = str(Path(sys.executable).parent)
+    executable = shutil.which("moto_server", path=own_bin) or shutil.which("moto_server") or "moto_server"
     endpoint = f"http://{HOST}:{_free_port()}"
     with (log_folder / "moto_server.log").open("wb") as log:
         process = subprocess.Popen(
