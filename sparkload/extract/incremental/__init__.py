@@ -59,7 +59,7 @@ __all__ = [
     "scheduler_interval",
 ]
 
-TCursor = TypeVar("TCursor")
+TCursor = TypeVar("TCursor", covariant=True)
 
 
 class Incremental(Generic[TCursor]):
