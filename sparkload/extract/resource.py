@@ -142,7 +142,7 @@ class Resource:
 
     def apply_hints(
         self,
-        incremental: Incremental[object] | Mapping[str, Any] | None = None,
+        incremental: Incremental[object] | Mapping[str, object] | None = None,
         **hints: Unpack[ResourceHintArgs],
     ) -> Resource:
         """Change the hints in place (None leaves a hint as it is); returns the resource.
@@ -170,6 +170,8 @@ class Resource:
         declares none, it filters at ``insert_at`` (counted as ``add_step`` counts), by default
         at the end of the pipe, as in dlt."""
         if isinstance(incremental, Mapping):
+            # Incremental's keyword arguments (a config table, or a dict given to apply_hints):
+            # its constructor checks the names.
             incremental = Incremental(**dict(incremental))
         declared = declares_incremental(self._func)
         if incremental is Incremental.EMPTY:
@@ -264,7 +266,8 @@ class Resource:
         place when the model or its contract changes, removed with the model. Resources
         without a model have no such step: nothing is validated on their way."""
         modes = self.hints.model_modes
-        wanted = None if modes is None else ModelValidator(self.name, self.hints.model, *modes)
+        model = self.hints.model
+        wanted = None if modes is None or model is None else ModelValidator(self.name, model, *modes)
         at = next((i for i, step in enumerate(self._steps) if isinstance(step.func, ModelValidator)), None)
         if at is None:
             if wanted is not None:
