@@ -13,6 +13,7 @@ from typing_extensions import Never
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
+    from pyspark.sql import DataFrame
 
 
 def is_arrow(item: object) -> TypeGuard[pa.Table | pa.RecordBatch]:
@@ -28,7 +29,7 @@ def is_pandas(item: object) -> TypeGuard[pd.DataFrame]:
     return cls.__name__ == "DataFrame" and cls.__module__.startswith("pandas")
 
 
-def is_spark_dataframe(item: object) -> bool:
+def is_spark_dataframe(item: object) -> TypeGuard[DataFrame]:
     """A Spark DataFrame, Spark Connect's or a classic (JVM) one; checked by module so no
     PySpark module is imported for it."""
     cls = type(item)
