@@ -156,7 +156,7 @@ def parse_nested_hints(nested_hints: object) -> dict[tuple[str, ...], dict[str, 
 
 
 def nested_column_hints(
-    nested_hints: Mapping[tuple[str, ...], Mapping[str, Mapping[str, Any]]],
+    nested_hints: Mapping[tuple[str, ...], Mapping[str, Mapping[str, object]]],
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """The column hints of each nested table with names normalized as normalize names them:
     the table by its path under the root table (``("Purchases", "items")`` →

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from sparkload.exceptions import ResourceError
 from sparkload.extract.hints import TableHints, honoured_hints
@@ -150,7 +149,7 @@ def make_hints(
     references: object = None,
     incremental: object = None,
     nested_hints: object = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Hints for :func:`with_hints`, with dlt's keywords; only those given (not None) are set.
 
     A keyword sparkload has no equivalent for raises ``ResourceError`` naming it."""
@@ -182,7 +181,7 @@ def make_nested_hints(
     file_format: object = None,
     merge_key: object = None,
     references: object = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Hints of one nested table for a resource's ``nested_hints``, with dlt's keywords; only
     those given (not None) are set. The resource refuses those it cannot honour
     (``extract/hints.py``: a nested table takes ``columns``)."""
