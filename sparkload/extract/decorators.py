@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
-from typing import Any, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import overload
 
 from typing_extensions import ParamSpec, Unpack
 
@@ -23,7 +23,7 @@ from sparkload.extract.source import Source
 P = ParamSpec("P")
 # What ``@sl.resource(name=...)`` and ``@sl.transformer(data_from=...)`` return: the
 # decorator that makes the resource.
-ResourceDecorator = Callable[[Callable[..., Any]], Resource]
+ResourceDecorator = Callable[[Callable[..., object]], Resource]
 
 TIME_RANGE: TWriteDispositionDict = {"disposition": "merge", "strategy": "time-range"}
 
@@ -36,38 +36,38 @@ def resource(
     *,
     selected: bool = True,
     parallelized: bool = False,
-    tags: Any = (),
+    tags: str | Iterable[str] = (),
     disable_restatement: bool | None = None,
-    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+    incremental: Incremental[object] | Mapping[str, object] | None = None,
     **hints: Unpack[ResourceHintArgs],
 ) -> ResourceDecorator: ...
 
 
 @overload
 def resource(
-    data: Any,
+    data: object,
     /,
     name: str | None = None,
     *,
     selected: bool = True,
     parallelized: bool = False,
-    tags: Any = (),
+    tags: str | Iterable[str] = (),
     disable_restatement: bool | None = None,
-    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+    incremental: Incremental[object] | Mapping[str, object] | None = None,
     **hints: Unpack[ResourceHintArgs],
 ) -> Resource: ...
 
 
 def resource(
-    data: Any = None,
+    data: object = None,
     /,
     name: str | None = None,
     *,
     selected: bool = True,
     parallelized: bool = False,
-    tags: Any = (),
+    tags: str | Iterable[str] = (),
     disable_restatement: bool | None = None,
-    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+    incremental: Incremental[object] | Mapping[str, object] | None = None,
     **hints: Unpack[ResourceHintArgs],
 ) -> Resource | ResourceDecorator:
     """Make a resource of a generator function (as a decorator) or of data (called);
@@ -77,7 +77,7 @@ def resource(
     sparkload way (``sparkload.common.dlt_arguments``)."""
     refuse_unknown_hints(hints, ResourceHintArgs.__optional_keys__, RESOURCE)
 
-    def wrap(target: Any) -> Resource:
+    def wrap(target: object) -> Resource:
         resource_name = name or getattr(target, "__name__", None)
         if not resource_name or resource_name == "<lambda>":
             raise ResourceError("a resource made from data needs name=")
@@ -126,46 +126,46 @@ def transformer(
     *,
     selected: bool = True,
     parallelized: bool = False,
-    tags: Any = (),
+    tags: str | Iterable[str] = (),
     disable_restatement: bool | None = None,
-    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+    incremental: Incremental[object] | Mapping[str, object] | None = None,
     **hints: Unpack[ResourceHintArgs],
 ) -> ResourceDecorator: ...
 
 
 @overload
 def transformer(
-    f: Callable[..., Any],
+    f: Callable[..., object],
     /,
     data_from: Resource | None = None,
     name: str | None = None,
     *,
     selected: bool = True,
     parallelized: bool = False,
-    tags: Any = (),
+    tags: str | Iterable[str] = (),
     disable_restatement: bool | None = None,
-    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+    incremental: Incremental[object] | Mapping[str, object] | None = None,
     **hints: Unpack[ResourceHintArgs],
 ) -> Resource: ...
 
 
 def transformer(
-    f: Callable[..., Any] | None = None,
+    f: Callable[..., object] | None = None,
     /,
     data_from: Resource | None = None,
     name: str | None = None,
     *,
     selected: bool = True,
     parallelized: bool = False,
-    tags: Any = (),
+    tags: str | Iterable[str] = (),
     disable_restatement: bool | None = None,
-    incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+    incremental: Incremental[object] | Mapping[str, object] | None = None,
     **hints: Unpack[ResourceHintArgs],
 ) -> Resource | ResourceDecorator:
     """A resource fed by another resource's items: ``fn(item, *args)`` yields new items."""
     refuse_unknown_hints(hints, ResourceHintArgs.__optional_keys__, TRANSFORMER)
 
-    def wrap(func: Callable[..., Any]) -> Resource:
+    def wrap(func: Callable[..., object]) -> Resource:
         made: Resource = resource(
             func,
             name=name,
@@ -193,33 +193,33 @@ def source(
     root_key: bool = False,
     parallelized: bool = False,
     schema_contract: str | Mapping[str, str] | None = None,
-    **dlt_arguments: Any,
-) -> Callable[[Callable[P, Any]], Callable[P, Source]]: ...
+    **dlt_arguments: object,
+) -> Callable[[Callable[P, object]], Callable[P, Source]]: ...
 
 
 @overload
 def source(
-    func: Callable[P, Any],
+    func: Callable[P, object],
     /,
     name: str | None = None,
     max_table_nesting: int | None = None,
     root_key: bool = False,
     parallelized: bool = False,
     schema_contract: str | Mapping[str, str] | None = None,
-    **dlt_arguments: Any,
+    **dlt_arguments: object,
 ) -> Callable[P, Source]: ...
 
 
 def source(
-    func: Callable[..., Any] | None = None,
+    func: Callable[..., object] | None = None,
     /,
     name: str | None = None,
     max_table_nesting: int | None = None,
     root_key: bool = False,
     parallelized: bool = False,
     schema_contract: str | Mapping[str, str] | None = None,
-    **dlt_arguments: Any,
-) -> Callable[..., Source] | Callable[[Callable[..., Any]], Callable[..., Source]]:
+    **dlt_arguments: object,
+) -> Callable[..., Source] | Callable[[Callable[..., object]], Callable[..., Source]]:
     """Make a source function: calling it returns a Source of the resources it returns;
     ``parallelized`` parallelizes each of them, as in dlt. A keyword of dlt's that sparkload
     does not implement is refused by name (``sparkload.common.dlt_arguments``).
@@ -227,11 +227,11 @@ def source(
     refuse_dlt_arguments(SOURCE, dlt_arguments)
     contract = schema_contract_settings(schema_contract)  # a bad mode fails at decoration
 
-    def wrap(f: Callable[..., Any]) -> Callable[..., Source]:
+    def wrap(f: Callable[..., object]) -> Callable[..., Source]:
         source_name = name or f.__name__
 
         @functools.wraps(f)
-        def make_source(*args: Any, **kwargs: Any) -> Source:
+        def make_source(*args: object, **kwargs: object) -> Source:
             # dlt's sources.<module>.<source> first, then sources.<source>
             module = module_section(f)
             chains: list[tuple[str, ...]] = [("sources", module, source_name)] if module else []
@@ -261,7 +261,7 @@ def source(
     return wrap(func)
 
 
-def _as_resources(source_name: str, produced: Any) -> list[Resource]:
+def _as_resources(source_name: str, produced: object) -> list[Resource]:
     if isinstance(produced, Resource):
         return [produced]
     if inspect.isgenerator(produced) or isinstance(produced, (list, tuple)):

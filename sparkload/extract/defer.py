@@ -15,7 +15,7 @@ import contextvars
 import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, ParamSpec, TypeVar
+from typing import Generic, ParamSpec, TypeGuard, TypeVar
 
 from sparkload.extract.items import iterate_any
 from sparkload.extract.mark import MarkedItem
@@ -30,15 +30,15 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class Deferred:
+class Deferred(Generic[R]):
     """A call of a ``@sl.defer`` function, made when the extractor evaluates it."""
 
     __slots__ = ("_call",)
 
-    def __init__(self, call: Callable[[], Any]) -> None:
+    def __init__(self, call: Callable[[], R]) -> None:
         self._call = call
 
-    def __call__(self) -> Any:
+    def __call__(self) -> R:
         return self._call()
 
     def __repr__(self) -> str:
@@ -56,15 +56,15 @@ def defer(func: Callable[P, R]) -> Callable[P, Callable[[], R]]:
     return deferred
 
 
-def is_deferred(item: Any) -> bool:
+def is_deferred(item: object) -> TypeGuard[Callable[[], object]]:
     """Whether ``item`` is evaluated in the pool rather than written: any callable but a
     class (dlt submits every callable item)."""
     return callable(item) and not isinstance(item, type)
 
 
 def result_pages(
-    result: Any, finish: Callable[[Iterator[Any]], Iterator[Any]], mark: MarkedItem | None = None
-) -> Iterator[Any]:
+    result: object, finish: Callable[[Iterator[object]], Iterator[object]], mark: MarkedItem | None = None
+) -> Iterator[object]:
     """The pages a deferred call's ``result`` makes, sent on by ``finish`` through the rest
     of its resource's pipe (``Resource.finish_deferred``): a list stays one page, as dlt hands
     it to a transformer, anything else is a page per item; None makes none. With ``mark``
@@ -73,7 +73,7 @@ def result_pages(
         return
     if isinstance(result, list) or type(result) is tuple:
         page = list(finish(iter(result)))
-        pages: Iterator[Any] = iter((page,) if page else ())
+        pages: Iterator[object] = iter((page,) if page else ())
     else:
         pages = finish(iterate_any(result))
     for made in pages:
@@ -90,9 +90,9 @@ class DeferredItems:
 
     def __init__(self, pool: Callable[[], ThreadPoolExecutor]) -> None:
         self._pool = pool
-        self._pending: collections.deque[tuple[Future[Any], Any]] = collections.deque()
+        self._pending: collections.deque[tuple[Future[object], MarkedItem | None]] = collections.deque()
 
-    def submit(self, call: Callable[[], Any], tag: Any = None) -> None:
+    def submit(self, call: Callable[[], object], tag: MarkedItem | None = None) -> None:
         # The call sees the extraction's context (resource state, config) as dlt's does.
         future = self._pool().submit(contextvars.copy_context().run, call)
         self._pending.append((future, tag))
@@ -101,12 +101,12 @@ class DeferredItems:
     def full(self) -> bool:
         return len(self._pending) >= MAX_IN_FLIGHT
 
-    def ready(self) -> Iterator[tuple[Any, Any]]:
+    def ready(self) -> Iterator[tuple[object, MarkedItem | None]]:
         """``(result, tag)`` of the oldest items that have finished, without waiting."""
         while self._pending and self._pending[0][0].done():
             yield self._result()
 
-    def oldest(self) -> tuple[Any, Any]:
+    def oldest(self) -> tuple[object, MarkedItem | None]:
         """``(result, tag)`` of the oldest item, waiting for it."""
         return self._result()
 
@@ -118,7 +118,7 @@ class DeferredItems:
         while self._pending:
             self._pending.popleft()[0].cancel()
 
-    def _result(self) -> tuple[Any, Any]:
+    def _result(self) -> tuple[object, MarkedItem | None]:
         future, tag = self._pending.popleft()
         # Raises the deferred call's own exception; the extractor names the resource.
         return future.result(), tag

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import orjson
 
@@ -36,6 +36,9 @@ from sparkload.extract.mark import MarkedItem
 from sparkload.extract.serialize import batch_serializer, check_tags, dumps_row, dumps_rows, explain_failure
 from sparkload.extract.spark_frames import check_session, staged_columns
 from sparkload.extract.storage import EngineFiles, ImportedFileError, TableFiles
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 # Items that are not dicts but values, each loaded as a row {"value": item}, as dlt does
 # (numpy scalars too, told by their module).
@@ -90,7 +93,7 @@ class _ResourceRun:
         name = self.hints.table_name
         return None if callable(name) else (name if name is not None else self.name)
 
-    def table_of(self, item: Any) -> str:
+    def table_of(self, item: object) -> str:
         name = self.hints.table_name
         if name is None:
             return self.name
@@ -126,7 +129,7 @@ class Extractor:
         extracted_dir: Path,
         progress: ExtractProgress | None = None,
         on_file_closed: Callable[[str, Path], None] | None = None,
-        spark: Callable[[], Any] | None = None,
+        spark: Callable[[], SparkSession] | None = None,
         engine_files: EngineFiles | None = None,
     ) -> None:
         self.extracted_dir = extracted_dir
@@ -197,7 +200,7 @@ class Extractor:
         if self._failed.is_set():
             raise _Cancelled()
 
-    def _extract(self, entry: ExtractJob, items: Iterator[Any] | None = None) -> None:
+    def _extract(self, entry: ExtractJob, items: Iterator[object] | None = None) -> None:
         """Write ``entry``'s items: all of them (``items`` None: a pass over the resource),
         or those of one parent page (a transformer fed from its parent's pass)."""
         resource = entry.resource
@@ -231,7 +234,7 @@ class Extractor:
                 with resource_scope(child.source_name, name), _named_failures(name):
                     self._write_deferred(child)
 
-    def _write_pages(self, entry: ExtractJob, pages: Iterator[Any]) -> None:
+    def _write_pages(self, entry: ExtractJob, pages: Iterator[object]) -> None:
         """A parent shared with transformers: write each page, then hand it to them."""
         position = 0
         for page in pages:
@@ -259,7 +262,7 @@ class Extractor:
                 else:
                     self._extract(child, child.resource.iter_items_from(iter((page,))))
 
-    def _write_items(self, entry: ExtractJob, items: Iterator[Any], start: int = 0) -> None:
+    def _write_items(self, entry: ExtractJob, items: Iterator[object], start: int = 0) -> None:
         resource = entry.resource
         run = self._run_of(entry)
         static_table = run.static_table
@@ -283,19 +286,19 @@ class Extractor:
             if position % _REPORT_EVERY == 0:
                 self._report_rows()
 
-    def _write_dict(self, files: TableFiles, resource: str, position: int, item: dict[str, Any]) -> None:
+    def _write_dict(self, files: TableFiles, resource: str, position: int, item: dict[str, object]) -> None:
         files.write_line(self._dumps_slow(resource, position, item))
 
     @staticmethod
-    def _dumps_slow(resource: str, position: int, item: dict[str, Any]) -> bytes:
+    def _dumps_slow(resource: str, position: int, item: dict[str, object]) -> bytes:
         try:
             return dumps_row(item)
         except (TypeError, orjson.JSONEncodeError) as exc:
             raise explain_failure(resource, position, item, exc) from None
 
     def _write_leading_dicts(
-        self, entry: ExtractJob, table: str, items: Iterator[Any], position: int
-    ) -> tuple[Iterator[Any], int]:
+        self, entry: ExtractJob, table: str, items: Iterator[object], position: int
+    ) -> tuple[Iterator[object], int]:
         """The hot path: a run of plain dicts for one table, serialized a batch at a time.
 
         Returns the rest of ``items`` (from the first non-dict on) and its position.
@@ -304,13 +307,16 @@ class Extractor:
         while True:
             # Taken by islice in C: no Python loop per item.
             batch = list(itertools.islice(items, _BATCH))
-            rest: list[Any] = []
+            rest: list[object] = []
             if len(set(map(type, batch))) > 1 or (batch and type(batch[0]) is not dict):
                 first_other = next(i for i, item in enumerate(batch) if type(item) is not dict)
                 batch, rest = batch[:first_other], batch[first_other:]
-            lines = dumps_rows(batch)
+            # Every item of the batch is a dict now (the first other item and those after it
+            # were split off above).
+            rows = cast("list[dict[str, object]]", batch)
+            lines = dumps_rows(rows)
             if lines is None:
-                files.write_lines(self._dump_each(entry, batch, position))
+                files.write_lines(self._dump_each(entry, rows, position))
             else:
                 files.write_block(lines, len(batch))
             if position // _REPORT_EVERY != (position + len(batch)) // _REPORT_EVERY:
@@ -322,7 +328,7 @@ class Extractor:
             if len(batch) < _BATCH:
                 return iter(()), position
 
-    def _dump_each(self, entry: ExtractJob, rows: list[dict[str, Any]], position: int) -> list[bytes]:
+    def _dump_each(self, entry: ExtractJob, rows: list[dict[str, object]], position: int) -> list[bytes]:
         """The lines of ``rows`` one by one, for a batch ``dumps_rows`` passed on: the rows
         that need a closer look get it, and a value that cannot be written is named."""
         serializer = batch_serializer()
@@ -352,7 +358,7 @@ class Extractor:
             position += 1
         return lines
 
-    def _write_other(self, entry: ExtractJob, static_table: str | None, position: int, item: Any) -> None:
+    def _write_other(self, entry: ExtractJob, static_table: str | None, position: int, item: object) -> None:
         row = _as_row(entry.resource.name, position, item)
         files = self._files_for(static_table or self._run_of(entry).table_of(row), entry)
         self._write_row(files, entry.resource.name, position, row)
@@ -403,7 +409,7 @@ class Extractor:
         self._report_rows()
 
     # -- deferred items (sl.defer) ------------------------------------------------------------
-    def _defer(self, entry: ExtractJob, call: Any, mark: MarkedItem | None) -> None:
+    def _defer(self, entry: ExtractJob, call: Callable[[], object], mark: MarkedItem | None) -> None:
         """Submit ``call`` to the pool and write whatever has finished meanwhile; at most
         ``MAX_IN_FLIGHT`` of a resource's calls wait at once."""
         pending = self._deferred_of(entry)
@@ -420,7 +426,7 @@ class Extractor:
             self._write_result(entry, *pending.oldest())
             self._check_not_cancelled()
 
-    def _write_result(self, entry: ExtractJob, result: Any, mark: MarkedItem | None) -> None:
+    def _write_result(self, entry: ExtractJob, result: object, mark: MarkedItem | None) -> None:
         """A deferred call's result as items of the resource (None: nothing, as in dlt)."""
         if result is None:
             return
@@ -445,7 +451,7 @@ class Extractor:
                 )
             return self._deferred_pool
 
-    def _write_row(self, files: TableFiles, resource: str, position: int, row: Any) -> None:
+    def _write_row(self, files: TableFiles, resource: str, position: int, row: object) -> None:
         """A row made by ``_as_row`` (a dict, or an Arrow table or pandas frame) to ``files``."""
         if type(row) is dict:
             self._write_dict(files, resource, position, row)
@@ -462,7 +468,7 @@ class Extractor:
         files.write_arrow(table)
         self._report_rows()  # a table or frame is many rows at once
 
-    def _write_spark(self, files: TableFiles, resource: str, frame: Any) -> None:
+    def _write_spark(self, files: TableFiles, resource: str, frame: DataFrame) -> None:
         """A Spark DataFrame, staged by the engine (its rows never come to this process)."""
         if self._spark is None:
             raise ExtractError(resource, "a Spark DataFrame item needs a pipeline's engine to be written")
@@ -551,7 +557,7 @@ def _named_failures(resource: str) -> Iterator[None]:
         raise ExtractError(resource, f"{type(exc).__name__}: {exc}") from exc
 
 
-def _as_row(resource: str, position: int, item: Any) -> Any:
+def _as_row(resource: str, position: int, item: object) -> object:
     """A yielded item other than None as what a table takes: a dict, or an Arrow table,
     pandas frame (converted when written) or Spark DataFrame (written by the engine)."""
     if isinstance(item, dict):
@@ -571,7 +577,7 @@ def _as_row(resource: str, position: int, item: Any) -> Any:
     )
 
 
-def _marked_as(mark: MarkedItem, items: Iterator[Any]) -> Iterator[Any]:
+def _marked_as(mark: MarkedItem, items: Iterator[object]) -> Iterator[object]:
     """``items`` each with ``mark`` (those marked themselves keep their own)."""
     try:
         for item in items:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 class UnreadableFile(NamedTuple):
@@ -22,15 +25,15 @@ class UnreadableFile(NamedTuple):
 
 FindUnreadable = Callable[[], UnreadableFile | None]
 
-_finders: weakref.WeakKeyDictionary[Any, FindUnreadable] = weakref.WeakKeyDictionary()
+_finders: weakref.WeakKeyDictionary[DataFrame, FindUnreadable] = weakref.WeakKeyDictionary()
 
 
-def remember(frame: Any, find_unreadable: FindUnreadable) -> None:
+def remember(frame: DataFrame, find_unreadable: FindUnreadable) -> None:
     """``find_unreadable`` names the first of ``frame``'s files the engine cannot read."""
     _finders[frame] = find_unreadable
 
 
-def unreadable_file(frame: Any) -> UnreadableFile | None:
+def unreadable_file(frame: DataFrame) -> UnreadableFile | None:
     """The file of ``frame`` to blame for a failure, where its reader can tell."""
     find = _finders.get(frame)
     return find() if find is not None else None

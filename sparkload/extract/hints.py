@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sparkload.common.dlt_arguments import refuse_dlt_arguments
 from sparkload.common.expectations import Expectation, check_on_violation, parse_expectations
@@ -19,9 +19,13 @@ from sparkload.common.naming import normalize_path
 from sparkload.exceptions import ResourceError
 from sparkload.extract.pydantic_models import is_model, model_columns, model_contract
 
-TTableName = str | Callable[[Any], str]
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+# A name, or a function of the item (whatever the resource yields) returning one.
+TTableName = str | Callable[..., str]
 TKey = str | Sequence[str]
-TColumnHints = Mapping[str, Mapping[str, Any]]
+TColumnHints = Mapping[str, Mapping[str, object]]
 # A nested table as dlt's nested_hints name it: a list's key, or the keys down to it.
 TNestedPath = str | tuple[str, ...]
 
@@ -64,7 +68,7 @@ def as_key(value: TKey | None) -> tuple[str, ...]:
     return tuple(value)
 
 
-def parse_columns(columns: Any) -> dict[str, dict[str, Any]]:
+def parse_columns(columns: object) -> dict[str, dict[str, object]]:
     """Column hints as ``{name: {hint: value}}`` from dlt's dict or list-of-dicts forms, or
     from a Pydantic model's fields."""
     if columns is None:
@@ -82,7 +86,7 @@ def parse_columns(columns: Any) -> dict[str, dict[str, Any]]:
             items.append((str(hints.pop("name")), hints))
     else:
         raise ResourceError(f"columns must be a dict or a list of dicts, got {type(columns).__name__}")
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for name, hints in items:
         data_type = hints.get("data_type")
         if data_type is not None and data_type not in DATA_TYPES:
@@ -94,8 +98,8 @@ def parse_columns(columns: Any) -> dict[str, dict[str, Any]]:
 
 
 def honoured_hints(
-    hints: Mapping[str, Any], supported: Sequence[str], unsupported: Sequence[str], where: str
-) -> dict[str, Any]:
+    hints: Mapping[str, object], supported: Sequence[str], unsupported: Sequence[str], where: str
+) -> dict[str, object]:
     """``hints`` without ``table_format="delta"`` (what sparkload always writes); a hint of
     dlt's that sparkload cannot honour (``unsupported``), or an unknown one, is refused by
     name: ignoring it would load the data otherwise than the script asks."""
@@ -113,7 +117,7 @@ def honoured_hints(
     return given
 
 
-def _nested_path(path: Any) -> tuple[str, ...]:
+def _nested_path(path: object) -> tuple[str, ...]:
     """A nested_hints key as the tuple of its keys: ``"purchases"`` or ``("purchases", "items")``."""
     parts = (path,) if isinstance(path, str) else path
     if not isinstance(parts, tuple) or not parts or not all(isinstance(p, str) and p.strip() for p in parts):
@@ -124,7 +128,7 @@ def _nested_path(path: Any) -> tuple[str, ...]:
     return parts
 
 
-def parse_nested_hints(nested_hints: Any) -> dict[tuple[str, ...], dict[str, dict[str, Any]]]:
+def parse_nested_hints(nested_hints: object) -> dict[tuple[str, ...], dict[str, dict[str, object]]]:
     """dlt's ``nested_hints`` as ``{path: {column: {hint: value}}}``: the column hints of each
     nested table, by the keys leading to it. A hint sparkload cannot honour is refused."""
     if nested_hints is None:
@@ -134,7 +138,7 @@ def parse_nested_hints(nested_hints: Any) -> dict[tuple[str, ...], dict[str, dic
             "nested_hints must be a dict of {path: hints} (hints made by sl.mark.make_nested_hints), "
             f"got {nested_hints!r}"
         )
-    out: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}
+    out: dict[tuple[str, ...], dict[str, dict[str, object]]] = {}
     for path, hints in nested_hints.items():
         parts = _nested_path(path)
         if not isinstance(hints, Mapping):
@@ -152,7 +156,7 @@ def parse_nested_hints(nested_hints: Any) -> dict[tuple[str, ...], dict[str, dic
 
 
 def nested_column_hints(
-    nested_hints: Mapping[tuple[str, ...], Mapping[str, Mapping[str, Any]]],
+    nested_hints: Mapping[tuple[str, ...], Mapping[str, Mapping[str, object]]],
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """The column hints of each nested table with names normalized as normalize names them:
     the table by its path under the root table (``("Purchases", "items")`` →
@@ -194,23 +198,25 @@ class TableHints:
     # The Pydantic model given as ``columns``, which validates every item at extract, and the
     # contract hint as given (dlt's ``schema_contract`` hint before expansion), which the
     # model's validation modes are expanded from.
-    model: Any = dataclasses.field(default=None, compare=False)
-    contract_given: Any = dataclasses.field(default=None, compare=False, repr=False)
+    model: type[BaseModel] | None = dataclasses.field(default=None, compare=False)
+    contract_given: str | Mapping[str, str] | None = dataclasses.field(
+        default=None, compare=False, repr=False
+    )
 
     @classmethod
     def build(
         cls,
         table_name: TTableName | None = None,
-        write_disposition: Any = None,
+        write_disposition: str | Mapping[str, object] | WriteDisposition | None = None,
         primary_key: TKey | None = None,
         merge_key: TKey | None = None,
-        columns: Any = None,
+        columns: object = None,
         max_table_nesting: int | None = None,
         on_destructive_change: str | None = None,
-        nested_hints: Any = None,
-        expectations: Any = None,
+        nested_hints: object = None,
+        expectations: object = None,
         on_violation: str | None = None,
-        schema_contract: Any = None,
+        schema_contract: str | Mapping[str, str] | None = None,
     ) -> TableHints:
         hints = cls(
             table_name=table_name,
@@ -313,7 +319,7 @@ class TableHintArgs(TypedDict, total=False):
     merge_key: TKey | None
     """The column(s) whose values a merge replaces as a whole (a day, a partition)."""
 
-    columns: TColumnHints | Sequence[Mapping[str, Any]] | None
+    columns: TColumnHints | Sequence[Mapping[str, object]] | None
     """Column hints, ``{name: {"data_type": ..., "nullable": ...}}`` or a list of dicts each
     with a ``"name"``."""
 
@@ -336,7 +342,7 @@ class ResourceHintArgs(TableHintArgs, total=False):
     max_table_nesting: int | None
     """How deep nested dicts and lists become nested tables; deeper ones stay JSON."""
 
-    nested_hints: Mapping[TNestedPath, Mapping[str, Any]] | None
+    nested_hints: Mapping[TNestedPath, Mapping[str, object]] | None
     """Hints of the nested tables the resource makes, by the key of their list
     (``"purchases"``) or the keys down to it (``("purchases", "items")``): their ``columns``,
     made with ``sl.mark.make_nested_hints``. ``{}`` drops them in ``apply_hints``."""

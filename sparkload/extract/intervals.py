@@ -23,7 +23,6 @@ import inspect
 import re
 import zoneinfo
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from croniter import croniter
 
@@ -60,7 +59,7 @@ class IntervalUnit(enum.Enum):
         return self in (IntervalUnit.YEAR, IntervalUnit.MONTH, IntervalUnit.DAY)
 
     @classmethod
-    def of(cls, value: Any) -> IntervalUnit:
+    def of(cls, value: object) -> IntervalUnit:
         if isinstance(value, IntervalUnit):
             return value
         try:
@@ -135,7 +134,7 @@ class Span:
     end_is_date: bool = False
 
     @classmethod
-    def of(cls, start: Any, end: Any) -> Span:
+    def of(cls, start: object, end: object) -> Span:
         """The span of a user's ``start=``/``end=`` (dates, datetimes or their text); an end
         before the start is refused, a date end read as its midnight, as SQLMesh reads it
         here (``start="2024-01-05 10:00", end="2024-01-05"`` is refused)."""
@@ -163,11 +162,11 @@ class Intervals:
     def __init__(
         self,
         time_column: str,
-        start: Any,
+        start: object,
         cron: str = "@daily",
         lookback: int = 0,
         batch_size: int | None = None,
-        end: Any = None,
+        end: object = None,
         allow_partials: bool = False,
         time_column_format: str | None = None,
         interval_unit: str | IntervalUnit | None = None,
@@ -367,7 +366,7 @@ def _joined(run: list[Window]) -> Window:
     return Window(run[0].start, run[-1].end, len(run), partial=run[-1].partial)
 
 
-def _is_date(value: Any) -> bool:
+def _is_date(value: object) -> bool:
     """A date (not a datetime), or text of one: SQLMesh takes such an end as inclusive."""
     if isinstance(value, datetime.datetime):
         return False
@@ -433,7 +432,7 @@ def _covered(window: Window, done: list[tuple[datetime.datetime, datetime.dateti
 
 
 # -- finding and binding the argument ----------------------------------------------------------
-def declared_intervals(func: Callable[..., Any] | None) -> Intervals | None:
+def declared_intervals(func: Callable[..., object] | None) -> Intervals | None:
     """The intervals a resource function declares as a default argument, if any."""
     if func is None:
         return None
@@ -447,7 +446,9 @@ def declared_intervals(func: Callable[..., Any] | None) -> Intervals | None:
     return found[0] if found else None
 
 
-def bind_intervals(arguments: dict[str, Any], parameters: Mapping[str, Any], window: Window | None) -> None:
+def bind_intervals(
+    arguments: dict[str, object], parameters: Mapping[str, inspect.Parameter], window: Window | None
+) -> None:
     """Put the intervals argument, bound to ``window``, among a call's ``arguments``."""
     for name, param in parameters.items():
         value = arguments.get(name, param.default)

@@ -5,34 +5,38 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sys
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Iterable, Iterator
+from typing import TYPE_CHECKING, TypeGuard
+
+from typing_extensions import Never
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
+    from pyspark.sql import DataFrame
 
 
-def is_arrow(item: Any) -> bool:
+def is_arrow(item: object) -> TypeGuard[pa.Table | pa.RecordBatch]:
     # An Arrow item means pyarrow is imported already; a script that yields none never
     # imports it for this check.
     pa = sys.modules.get("pyarrow")
     return pa is not None and isinstance(item, (pa.Table, pa.RecordBatch))
 
 
-def is_pandas(item: Any) -> bool:
+def is_pandas(item: object) -> TypeGuard[pd.DataFrame]:
     # Checked by name so pandas is imported only by users who have it.
     cls = type(item)
     return cls.__name__ == "DataFrame" and cls.__module__.startswith("pandas")
 
 
-def is_spark_dataframe(item: Any) -> bool:
+def is_spark_dataframe(item: object) -> TypeGuard[DataFrame]:
     """A Spark DataFrame, Spark Connect's or a classic (JVM) one; checked by module so no
     PySpark module is imported for it."""
     cls = type(item)
     return cls.__name__ == "DataFrame" and cls.__module__.startswith("pyspark.sql")
 
 
-def to_arrow(item: Any) -> pa.Table:
+def to_arrow(item: object) -> pa.Table:
     import pyarrow as pa
 
     if isinstance(item, pa.RecordBatch):
@@ -65,7 +69,7 @@ def _microsecond_timestamps(table: pa.Table) -> pa.Table:
     return table
 
 
-def iterate_any(data: Any) -> Iterator[Any]:
+def iterate_any(data: object) -> Iterator[object]:
     """An iterator over a generator, an async generator, an iterable or a single value.
 
     Returns the generator itself where it can, so no wrapper sits on the hot path and
@@ -82,7 +86,7 @@ def iterate_any(data: Any) -> Iterator[Any]:
     return iter((data,))
 
 
-def _drain_async(agen: Any) -> Iterator[Any]:
+def _drain_async(agen: AsyncGenerator[object, Never]) -> Iterator[object]:
     # Async resources run on a private event loop so a plain script needs no asyncio code.
     loop = asyncio.new_event_loop()
     try:
@@ -96,7 +100,7 @@ def _drain_async(agen: Any) -> Iterator[Any]:
         loop.close()
 
 
-def rows_known_up_front(data: Any) -> int | None:
+def rows_known_up_front(data: object) -> int | None:
     """How many rows ``data`` (what a resource was given, or what its function returned)
     holds, when that is known without consuming it: a list or tuple (of items, or of pages
     of items), an Arrow table or a pandas frame. None for a generator or anything else,
@@ -118,7 +122,7 @@ def rows_known_up_front(data: Any) -> int | None:
     return len(data)
 
 
-def _rows_in(page: Any) -> int:
+def _rows_in(page: object) -> int:
     if is_arrow(page):
         return int(page.num_rows)
     if is_pandas(page) or isinstance(page, list) or type(page) is tuple:

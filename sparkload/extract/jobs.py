@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sparkload.common.hints import LoadHints
+from sparkload.common.json_types import JSONObject
 from sparkload.extract.resource import Resource
 
 
@@ -23,7 +24,7 @@ class ExtractedTable:
     # The staged NDJSON's schema, inferred while extracting (None: infer at normalize).
     json_schema: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {**dataclasses.asdict(self), "hints": self.hints.to_dict()}
 
     @classmethod

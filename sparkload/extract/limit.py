@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TypeGuard
 
 
 @dataclasses.dataclass
@@ -47,7 +47,7 @@ class LimitRun:
         self._counted_page = 0
         self._started = time.monotonic()
 
-    def split(self, pages: Iterator[Any]) -> Iterator[Any]:
+    def split(self, pages: Iterator[object]) -> Iterator[object]:
         """The items of each page (a list, a list subclass such as a REST page, or a tuple, is
         a page of items); the generator is not resumed once the limit is reached, and is
         closed when the split ends (exhausted, stopped or closed itself)."""
@@ -86,7 +86,7 @@ class LimitRun:
         the generator but processes the page at hand)."""
         self.stop = True
 
-    def counted(self, items: Iterator[Any]) -> Iterator[Any]:
+    def counted(self, items: Iterator[object]) -> Iterator[object]:
         """The items that reach the end of the pipe, counted; sets ``stop`` at the limit."""
         for item in items:
             if self.limit.count_rows:
@@ -96,7 +96,7 @@ class LimitRun:
                 self._count(1)
             yield item
 
-    def count_page(self, page: Any) -> None:
+    def count_page(self, page: object) -> None:
         """Count a whole page reaching the end of the pipe."""
         self._count(len(page) if self.limit.count_rows and _is_page(page) else 1)
 
@@ -109,7 +109,7 @@ class LimitRun:
             self.stop = True
 
 
-def limit_pages(pages: Iterator[Any], limit: PageLimit) -> Iterator[Any]:
+def limit_pages(pages: Iterator[object], limit: PageLimit) -> Iterator[object]:
     """Whole pages (a transformer's parent passes pages on unsplit), counted as dlt does at the
     end of the pipe; stops right after the page that reaches the limit."""
     run = limit.start()
@@ -125,11 +125,11 @@ def limit_pages(pages: Iterator[Any], limit: PageLimit) -> Iterator[Any]:
         _close(pages)
 
 
-def _close(iterator: Any) -> None:
+def _close(iterator: object) -> None:
     close = getattr(iterator, "close", None)
     if close is not None:
         close()
 
 
-def _is_page(item: Any) -> bool:
+def _is_page(item: object) -> TypeGuard[list[object] | tuple[object, ...]]:
     return isinstance(item, list) or type(item) is tuple

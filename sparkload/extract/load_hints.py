@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any
 
 from sparkload.common.hints import COLUMN_NAME_OPTIONS, LoadHints, WriteDisposition
 from sparkload.common.naming import normalize_path
@@ -18,7 +17,7 @@ def normalize_column_path(name: str) -> str:
     return normalize_path([part for part in name.split("__") if part] or [name])
 
 
-def _normalized_options(disposition: Mapping[str, Any]) -> dict[str, Any]:
+def _normalized_options(disposition: Mapping[str, object]) -> dict[str, object]:
     """Merge options that name columns (``updated_at_name``, ``columns`` …), normalized;
     dates and datetimes (pendulum's too) as ISO text, which the manifest can hold."""
     out = {

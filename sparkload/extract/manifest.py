@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from sparkload.common.json_types import JSONObject
 from sparkload.common.package import EXTRACT_MANIFEST, LoadPackage
 from sparkload.extract.jobs import ExtractedTable
 
@@ -34,7 +35,7 @@ class ExtractManifest:
     # (``pipeline/drop.py``'s ``Refresh.manifest``); None without one.
     refresh: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "load_id": self.load_id,
             "pipeline_name": self.pipeline_name,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from sparkload.exceptions import ResourceError
 from sparkload.extract.hints import TableHints, honoured_hints
@@ -57,9 +56,9 @@ class MarkedItem:
 
     def __init__(
         self,
-        data: Any,
+        data: object,
         table_name: str | None = None,
-        hints: Mapping[str, Any] | None = None,
+        hints: Mapping[str, object] | None = None,
         create_table_variant: bool = False,
         file_import: FileImport | None = None,
     ) -> None:
@@ -69,7 +68,7 @@ class MarkedItem:
         self.create_table_variant = create_table_variant
         self.file_import = file_import
 
-    def with_data(self, data: Any) -> MarkedItem:
+    def with_data(self, data: object) -> MarkedItem:
         """The same mark on other data (what a map step made of the marked item)."""
         return MarkedItem(data, self.table_name, self.hints, self.create_table_variant, self.file_import)
 
@@ -80,14 +79,14 @@ class MarkedItem:
         return f"<item marked by sl.mark, {mark}: {self.data!r}>"
 
 
-def with_table_name(item: Any, table_name: str) -> MarkedItem:
+def with_table_name(item: object, table_name: str) -> MarkedItem:
     """Send ``item`` to the table ``table_name``, with the resource's hints (dlt's
     ``dlt.mark.with_table_name``)."""
     return MarkedItem(item, table_name=_table_name(table_name, "with_table_name"))
 
 
 def with_hints(
-    item: Any, hints: Mapping[str, Any] | None = None, create_table_variant: bool = False
+    item: object, hints: Mapping[str, object] | None = None, create_table_variant: bool = False
 ) -> MarkedItem:
     """Apply ``hints`` (made with :func:`make_hints`) to the resource from ``item`` on, for the
     rest of the run; with ``create_table_variant=True`` they are the hints of the table
@@ -108,7 +107,7 @@ def with_file_import(
     file_path: str | Path,
     file_format: str,
     items_count: int | None = None,
-    hints: Mapping[str, Any] | None = None,
+    hints: Mapping[str, object] | None = None,
 ) -> MarkedItem:
     """Load the file ``file_path`` (``"jsonl"`` or ``"parquet"``) as the resource's table, or
     the table ``hints`` names, without reading its rows in Python (dlt's
@@ -137,20 +136,20 @@ def with_file_import(
 
 
 def make_hints(
-    table_name: Any = None,
-    parent_table_name: Any = None,
-    write_disposition: Any = None,
-    columns: Any = None,
-    primary_key: Any = None,
-    merge_key: Any = None,
-    schema_contract: Any = None,
-    table_format: Any = None,
-    file_format: Any = None,
-    additional_table_hints: Any = None,
-    references: Any = None,
-    incremental: Any = None,
-    nested_hints: Any = None,
-) -> dict[str, Any]:
+    table_name: object = None,
+    parent_table_name: object = None,
+    write_disposition: object = None,
+    columns: object = None,
+    primary_key: object = None,
+    merge_key: object = None,
+    schema_contract: object = None,
+    table_format: object = None,
+    file_format: object = None,
+    additional_table_hints: object = None,
+    references: object = None,
+    incremental: object = None,
+    nested_hints: object = None,
+) -> dict[str, object]:
     """Hints for :func:`with_hints`, with dlt's keywords; only those given (not None) are set.
 
     A keyword sparkload has no equivalent for raises ``ResourceError`` naming it."""
@@ -173,16 +172,16 @@ def make_hints(
 
 
 def make_nested_hints(
-    parent_table_name: Any = None,
-    write_disposition: Any = None,
-    primary_key: Any = None,
-    columns: Any = None,
-    schema_contract: Any = None,
-    table_format: Any = None,
-    file_format: Any = None,
-    merge_key: Any = None,
-    references: Any = None,
-) -> dict[str, Any]:
+    parent_table_name: object = None,
+    write_disposition: object = None,
+    primary_key: object = None,
+    columns: object = None,
+    schema_contract: object = None,
+    table_format: object = None,
+    file_format: object = None,
+    merge_key: object = None,
+    references: object = None,
+) -> dict[str, object]:
     """Hints of one nested table for a resource's ``nested_hints``, with dlt's keywords; only
     those given (not None) are set. The resource refuses those it cannot honour
     (``extract/hints.py``: a nested table takes ``columns``)."""
@@ -200,7 +199,7 @@ def make_nested_hints(
     return {name: value for name, value in given.items() if value is not None}
 
 
-def _checked_hints(hints: Mapping[str, Any]) -> dict[str, Any]:
+def _checked_hints(hints: Mapping[str, object]) -> dict[str, object]:
     """``hints`` with only what sparkload can honour, each value checked now, where the
     script makes the mark, rather than when the item is written."""
     if not isinstance(hints, Mapping):
@@ -217,7 +216,7 @@ def _checked_hints(hints: Mapping[str, Any]) -> dict[str, Any]:
     return checked
 
 
-def _table_name(name: Any, caller: str) -> str:
+def _table_name(name: object, caller: str) -> str:
     if not isinstance(name, str) or not name:
         raise ResourceError(f"sl.mark.{caller}: the table name must be a non-empty string, got {name!r}")
     return name

@@ -15,17 +15,19 @@ STEP_KINDS = ("map", "filter", "yield_map")
 @dataclasses.dataclass(frozen=True)
 class Step:
     kind: str
-    func: Callable[[Any], Any]
+    # What it returns depends on ``kind``: the new item (map), a verdict (filter) or the
+    # items to go on with (yield_map).
+    func: Callable[[object], Any]
 
 
-def apply_steps(items: Iterator[Any], steps: tuple[Step, ...]) -> Iterator[Any]:
+def apply_steps(items: Iterator[object], steps: tuple[Step, ...]) -> Iterator[object]:
     """Run every item through ``steps`` in order; a map returning None drops the item."""
     if not steps:
         return items  # no wrapper on the hot path
     return _apply(items, steps)
 
 
-def _apply(items: Iterable[Any], steps: tuple[Step, ...]) -> Iterator[Any]:
+def _apply(items: Iterable[object], steps: tuple[Step, ...]) -> Iterator[object]:
     for item in items:
         if type(item) is MarkedItem:
             yield from _run_marked(item, steps)
@@ -33,7 +35,7 @@ def _apply(items: Iterable[Any], steps: tuple[Step, ...]) -> Iterator[Any]:
             yield from _run(item, steps, 0)
 
 
-def _run_marked(marked: MarkedItem, steps: tuple[Step, ...]) -> Iterator[Any]:
+def _run_marked(marked: MarkedItem, steps: tuple[Step, ...]) -> Iterator[object]:
     """As dlt does: the steps run on what was marked (each row of a marked list) and what
     they make keeps the mark."""
     data = marked.data
@@ -46,7 +48,7 @@ def _run_marked(marked: MarkedItem, steps: tuple[Step, ...]) -> Iterator[Any]:
         yield marked.with_data(produced)
 
 
-def _run(item: Any, steps: tuple[Step, ...], start: int) -> Iterator[Any]:
+def _run(item: object, steps: tuple[Step, ...], start: int) -> Iterator[object]:
     if is_deferred(item):
         # A deferred call (``sl.defer``) is no item yet: the steps see what it returns,
         # when the extractor has it (``Resource.finish_deferred``), as in dlt.

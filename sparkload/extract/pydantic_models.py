@@ -16,9 +16,12 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from sparkload.exceptions import DataValidationError, ResourceError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 # dlt's Python type → data type (dlt.common.data_types.type_helpers.PY_TYPE_TO_SC_TYPE);
 # the order matters: bool before int, datetime before date.
@@ -47,14 +50,14 @@ _COLUMN_MODE_TO_EXTRA = {
 _FRAME_MODULES = ("pyarrow", "pandas", "polars")
 
 
-def is_model(columns: Any) -> bool:
+def is_model(columns: object) -> TypeGuard[type[BaseModel]]:
     """Whether ``columns`` is a Pydantic model class."""
     pydantic = sys.modules.get("pydantic")
     return pydantic is not None and isinstance(columns, type) and issubclass(columns, pydantic.BaseModel)
 
 
 # -- columns ------------------------------------------------------------------------------------
-def model_columns(model: type) -> dict[str, dict[str, Any]]:
+def model_columns(model: type[BaseModel]) -> dict[str, dict[str, object]]:
     """The column hints a model declares, as dlt's ``pydantic_to_table_schema_columns``: a
     field's (alias's) data type and ``nullable`` (its type is Optional). A nested model, a
     dict or a list is a ``json`` column; a field typed ``Any`` is left to the data. With
@@ -62,8 +65,8 @@ def model_columns(model: type) -> dict[str, dict[str, Any]]:
     ``<field>__<sub field>`` columns and dicts and lists are left out."""
     config = getattr(model, "dlt_config", None) or {}
     skip_nested = bool(config.get("skip_nested_types", config.get("skip_complex_types", False)))
-    out: dict[str, dict[str, Any]] = {}
-    for field_name, field in model.model_fields.items():  # type: ignore[attr-defined]
+    out: dict[str, dict[str, object]] = {}
+    for field_name, field in model.model_fields.items():
         name = field.alias or field_name
         annotation = getattr(field.annotation, "inner_type", None) or field.annotation  # pydantic.Json
         inner, nullable = _inner_type(annotation)
@@ -83,7 +86,7 @@ def model_columns(model: type) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _inner_type(annotation: Any) -> tuple[Any, bool]:
+def _inner_type(annotation: object) -> tuple[object, bool]:
     """The type a field holds, and whether it is Optional: ``Annotated`` and ``NewType``
     unwrapped, a union's first non-None member taken (as dlt does), a ``Literal`` as the
     type of its first value, a generic as its origin (``list[int]`` → ``list``)."""
@@ -109,7 +112,7 @@ def _inner_type(annotation: Any) -> tuple[Any, bool]:
             return annotation, nullable
 
 
-def _data_type(python_type: Any, model: type, field_name: str) -> str:
+def _data_type(python_type: object, model: type[BaseModel], field_name: str) -> str:
     """The data type of a field's Python type, as dlt's ``py_type_to_sc_type``; a type none
     fits is refused naming the field (dlt would write its ``str()`` as text)."""
     if isinstance(python_type, type):
@@ -129,12 +132,12 @@ def _data_type(python_type: Any, model: type, field_name: str) -> str:
 
 
 # -- schema contract -------------------------------------------------------------------------
-def model_contract(model: type, given: str | Mapping[str, str] | None) -> dict[str, str]:
+def model_contract(model: type[BaseModel], given: str | Mapping[str, str] | None) -> dict[str, str]:
     """The modes a model's items are validated under, as dlt's ``create_item_validator``
     expands them: those ``given`` names, else tables ``evolve``, columns from the model's
     ``extra`` (``forbid`` → freeze, ``allow`` → evolve, ``ignore``, pydantic's default, →
     discard_value) and data_type ``freeze``."""
-    extra = model.model_config.get("extra") or "ignore"  # type: ignore[attr-defined]
+    extra = model.model_config.get("extra") or "ignore"
     modes = {"tables": "evolve", "columns": _EXTRA_TO_COLUMN_MODE[extra], "data_type": "freeze"}
     if isinstance(given, str):
         modes = dict.fromkeys(modes, given)
@@ -157,7 +160,7 @@ class ModelValidator:
     ``extra="forbid"``) by the columns mode, a field that does not validate by the data_type
     mode: ``freeze`` raises DataValidationError, ``discard_row`` drops the item."""
 
-    def __init__(self, resource: str, model: type, column_mode: str, data_mode: str) -> None:
+    def __init__(self, resource: str, model: type[BaseModel], column_mode: str, data_mode: str) -> None:
         self.resource = resource
         self.model = model
         self.column_mode = column_mode
@@ -172,7 +175,7 @@ class ModelValidator:
             other.data_mode,
         )
 
-    def __call__(self, item: Any) -> Any:
+    def __call__(self, item: object) -> object:
         if item is None or type(item).__module__.split(".")[0] in _FRAME_MODULES:
             return item  # arrow tables and data frames pass as they are, as in dlt
         from pydantic import ValidationError
@@ -180,10 +183,11 @@ class ModelValidator:
         try:
             validated = self._checked.model_validate(item)
         except ValidationError as error:
-            return self._failed(item, error)
+            self._failed(item, error)  # raises, or drops the item under discard_row
+            return None
         return validated.model_dump(by_alias=True)
 
-    def _failed(self, item: Any, error: Any) -> None:
+    def _failed(self, item: object, error: ValidationError) -> None:
         """None (the item is dropped) under ``discard_row``; else DataValidationError."""
         for problem in error.errors():
             if problem["type"] == "model_type":
@@ -208,17 +212,17 @@ class ModelValidator:
         return None
 
 
-def _contract_model(model: type, column_mode: str, data_mode: str) -> Any:
+def _contract_model(model: type[BaseModel], column_mode: str, data_mode: str) -> type[BaseModel]:
     """``model`` as the modes validate with it (dlt's ``apply_schema_contract_to_model``):
     data_type ``evolve`` checks no field's type, and the columns mode sets ``extra``."""
     from pydantic import ConfigDict, create_model
 
     extra = _COLUMN_MODE_TO_EXTRA[column_mode]
     if data_mode == "evolve":
-        fields: dict[str, Any] = {name: (Any, None) for name in model.model_fields}  # type: ignore[attr-defined]
+        fields: dict[str, Any] = {name: (Any, None) for name in model.model_fields}
         config = ConfigDict(extra=extra)  # type: ignore[typeddict-item]
         return create_model(f"{model.__name__}Any", __config__=config, **fields)
-    if extra == (model.model_config.get("extra") or "ignore"):  # type: ignore[attr-defined]
+    if extra == (model.model_config.get("extra") or "ignore"):
         return model
     # A subclass keeps the model's validators; nested models keep their own extra (dlt
     # rebuilds them too, which makes a nested model's unknown keys follow the columns mode).

@@ -8,7 +8,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 from typing_extensions import Unpack
 
@@ -47,7 +47,7 @@ class Resource:
     def __init__(
         self,
         name: str,
-        data: Any,
+        data: object,
         hints: TableHints,
         *,
         selected: bool = True,
@@ -67,9 +67,9 @@ class Resource:
         self.parallelized = parallelized
         self.section = section if section is not None else context.defining_source_name()
         # A function not called yet (resolved with config at extract), or data to iterate.
-        self._func: Callable[..., Any] | None = data if _is_function(data) else None
-        self._data: Any = None if self._func is not None else data
-        self._bound_args: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
+        self._func: Callable[..., object] | None = data if _is_function(data) else None
+        self._data: object = None if self._func is not None else data
+        self._bound_args: tuple[tuple[object, ...], dict[str, object]] = ((), {})
         self._data_from = data_from
         self._steps: tuple[Step, ...] = ()
         # Where the incremental filter sits among the steps (dlt places it right after the
@@ -77,7 +77,7 @@ class Resource:
         self._incremental_at: int | None = 0 if declares_incremental(self._func) else None
         # An incremental given by hints (``apply_hints(incremental=…)``, ``add_step``): the
         # argument of a function that declares one, else a filter of its own in the pipe.
-        self._hinted_incremental: Incremental[Any] | None = None
+        self._hinted_incremental: Incremental[object] | None = None
         # Time intervals it loads by, if the function declares them.
         self.intervals = declared_intervals(self._func)
         # The pipe a deferred call's result goes on through: set by each pass over the
@@ -107,7 +107,7 @@ class Resource:
     def write_disposition(self, value: TWriteDispositionConfig) -> None:
         self.apply_hints(write_disposition=value)
 
-    def compute_table_schema(self, item: Any = None, meta: Any = None) -> dict[str, Any]:
+    def compute_table_schema(self, item: object = None, meta: object = None) -> dict[str, Any]:
         """dlt's ``compute_table_schema``: the table the hints declare, in dlt's shape
         (``name``, ``columns`` by name with their hints and key flags, ``write_disposition``,
         ``x-merge-strategy`` for a strategy other than delete-insert, ``resource``). A table
@@ -128,7 +128,7 @@ class Resource:
             for key in keys:
                 table_columns.setdefault(key, {"name": key})[hint] = True
         disposition = self.hints.write_disposition
-        table: dict[str, Any] = {"name": str(name), "columns": table_columns}
+        table: dict[str, object] = {"name": str(name), "columns": table_columns}
         table["write_disposition"] = disposition.disposition
         if disposition.strategy not in (None, "delete-insert"):
             table["x-merge-strategy"] = disposition.strategy
@@ -142,7 +142,7 @@ class Resource:
 
     def apply_hints(
         self,
-        incremental: Incremental[Any] | Mapping[str, Any] | None = None,
+        incremental: Incremental[object] | Mapping[str, object] | None = None,
         **hints: Unpack[ResourceHintArgs],
     ) -> Resource:
         """Change the hints in place (None leaves a hint as it is); returns the resource.
@@ -155,7 +155,7 @@ class Resource:
         return self
 
     @property
-    def incremental(self) -> Incremental[Any] | None:
+    def incremental(self) -> Incremental[object] | None:
         """The resource's incremental as declared (by hints, else by the function's
         argument), or None. (dlt returns a wrapper holding it for a declared argument.)"""
         if self._hinted_incremental is not None:
@@ -164,12 +164,14 @@ class Resource:
         return None if parameter is None else parameter.default_incremental
 
     def _set_incremental(
-        self, incremental: Incremental[Any] | Mapping[str, Any], insert_at: int | None
+        self, incremental: Incremental[object] | Mapping[str, Any], insert_at: int | None
     ) -> None:
         """Set (or with ``Incremental.EMPTY`` remove) the hinted incremental; where the function
         declares none, it filters at ``insert_at`` (counted as ``add_step`` counts), by default
         at the end of the pipe, as in dlt."""
         if isinstance(incremental, Mapping):
+            # Incremental's keyword arguments (a config table, or a dict given to apply_hints):
+            # its constructor checks the names.
             incremental = Incremental(**dict(incremental))
         declared = declares_incremental(self._func)
         if incremental is Incremental.EMPTY:
@@ -189,7 +191,7 @@ class Resource:
         clone._sync_model_validator()  # its errors name the resource
         return clone
 
-    def compute_table_name(self, item: Any) -> str:
+    def compute_table_name(self, item: object) -> str:
         table_name = self.table_name
         if callable(table_name):
             return str(table_name(item))
@@ -197,7 +199,7 @@ class Resource:
 
     # -- pipe steps -----------------------------------------------------------------------
     def add_step(
-        self, step: Incremental[Any] | Callable[[Any], Any], insert_at: int | None = None
+        self, step: Incremental[object] | Callable[..., object], insert_at: int | None = None
     ) -> Resource:
         """dlt's generic step: an incremental becomes the resource's incremental; a function
         is a map."""
@@ -210,17 +212,17 @@ class Resource:
             )
         return self.add_map(step, insert_at)
 
-    def add_map(self, func: Callable[[Any], Any], insert_at: int | None = None) -> Resource:
+    def add_map(self, func: Callable[..., object], insert_at: int | None = None) -> Resource:
         """Apply ``func`` to every item: the item becomes what it returns (dlt's
         ``add_map``). ``insert_at`` places the step in the pipe (the generator is 0)."""
         return self._add_step(Step("map", func), insert_at)
 
-    def add_filter(self, func: Callable[[Any], bool], insert_at: int | None = None) -> Resource:
+    def add_filter(self, func: Callable[..., bool], insert_at: int | None = None) -> Resource:
         """Keep the items for which ``func`` returns true (dlt's ``add_filter``).
         ``insert_at`` places the step in the pipe (the generator is 0)."""
         return self._add_step(Step("filter", func), insert_at)
 
-    def add_yield_map(self, func: Callable[[Any], Any], insert_at: int | None = None) -> Resource:
+    def add_yield_map(self, func: Callable[..., object], insert_at: int | None = None) -> Resource:
         """Replace every item by the items ``func`` yields for it (dlt's
         ``add_yield_map``). ``insert_at`` places the step in the pipe (the generator is 0)."""
         return self._add_step(Step("yield_map", func), insert_at)
@@ -264,7 +266,8 @@ class Resource:
         place when the model or its contract changes, removed with the model. Resources
         without a model have no such step: nothing is validated on their way."""
         modes = self.hints.model_modes
-        wanted = None if modes is None else ModelValidator(self.name, self.hints.model, *modes)
+        model = self.hints.model
+        wanted = None if modes is None or model is None else ModelValidator(self.name, model, *modes)
         at = next((i for i, step in enumerate(self._steps) if isinstance(step.func, ModelValidator)), None)
         if at is None:
             if wanted is not None:
@@ -309,7 +312,7 @@ class Resource:
         return _resource_state(self.name, self.section)
 
     # -- binding arguments ----------------------------------------------------------------
-    def __call__(self, *args: Any, **kwargs: Any) -> Resource:
+    def __call__(self, *args: object, **kwargs: object) -> Resource:
         """Bind arguments to the resource function; returns a new resource."""
         if self._func is None:
             raise ResourceError(f"resource '{self.name}' wraps data, not a function; it cannot be called")
@@ -317,14 +320,14 @@ class Resource:
         clone._bind(args, kwargs)
         return clone
 
-    def bind(self, *args: Any, **kwargs: Any) -> Resource:
+    def bind(self, *args: object, **kwargs: object) -> Resource:
         """Bind arguments in place (dlt's ``bind``); returns the resource."""
         if self._func is None:
             raise ResourceError(f"resource '{self.name}' wraps data, not a function; it cannot be bound")
         self._bind(args, kwargs)
         return self
 
-    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _bind(self, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         self._bound_args = (args, kwargs)
 
     def _config_sections(self) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -338,7 +341,9 @@ class Resource:
         chains.append(("sources", self.name))
         return chains[0], chains[1:]
 
-    def cursor_starts(self, state: Mapping[str, Any], pipeline_name: str | None = None) -> dict[str, Any]:
+    def cursor_starts(
+        self, state: Mapping[str, object], pipeline_name: str | None = None
+    ) -> dict[str, object]:
         """Where each incremental of this resource starts (by cursor path) in a run of the
         pipeline ``pipeline_name`` that finds ``state`` as the resource's state.
 
@@ -349,7 +354,7 @@ class Resource:
         if not self._takes_incremental():
             return {}
         resource_state = copy.deepcopy(dict(state))
-        incrementals: list[Incremental[Any]] = []
+        incrementals: list[Incremental[object]] = []
         if self._func is not None:
             # A transformer is called with an item first; which item does not change the start.
             leading = (None,) if self._data_from is not None else ()
@@ -370,11 +375,11 @@ class Resource:
 
     def _bind_arguments(
         self,
-        leading: tuple[Any, ...],
-        resource_state: dict[str, Any],
+        leading: tuple[object, ...],
+        resource_state: dict[str, object],
         pipeline_name: str | None,
-        configured_defaults: dict[str, Any] | None = None,
-    ) -> tuple[ConfigBoundArguments, list[Incremental[Any]]]:
+        configured_defaults: dict[str, object] | None = None,
+    ) -> tuple[ConfigBoundArguments, list[Incremental[object]]]:
         """The call's arguments, bound and injected from config, with its incrementals bound to
         a run that finds ``resource_state`` (and writes it); ``configured_defaults``: see
         ``bind_config``."""
@@ -409,7 +414,7 @@ class Resource:
         )
         return bound, incrementals
 
-    def _bind_hinted_incremental(self, resource_state: dict[str, Any]) -> list[Incremental[Any]]:
+    def _bind_hinted_incremental(self, resource_state: dict[str, object]) -> list[Incremental[object]]:
         """The hinted incremental bound to a run, where it is a filter of its own (the function
         declares no incremental argument to take it)."""
         if self._hinted_incremental is None or declares_incremental(self._func):
@@ -421,8 +426,8 @@ class Resource:
         ]
 
     def _call_function(
-        self, *leading: Any, configured_defaults: dict[str, Any] | None = None
-    ) -> tuple[Any, list[Incremental[Any]]]:
+        self, *leading: object, configured_defaults: dict[str, object] | None = None
+    ) -> tuple[object, list[Incremental[object]]]:
         """Call the function with bound and injected arguments; its incrementals are bound to
         this run (and to the resource state) and returned, to filter what it yields."""
         assert self._func is not None
@@ -454,7 +459,7 @@ class Resource:
 
     def iter_items(
         self, on_size: Callable[[int | None], None] | None = None, source_name: str | None = None
-    ) -> Iterator[Any]:
+    ) -> Iterator[object]:
         """Every data item after the pipe steps and the incremental filter; lists yielded as
         pages are split. Iterated outside a run, the resource sees its source's state as last
         committed, in a copy whose changes are dropped (``context.detached_state``).
@@ -469,7 +474,7 @@ class Resource:
             return make_items()
         return _in_state_scope(make_items, detached, source_name, self.name)
 
-    def _items(self, on_size: Callable[[int | None], None] | None = None) -> Iterator[Any]:
+    def _items(self, on_size: Callable[[int | None], None] | None = None) -> Iterator[object]:
         run = self._limit.start()
         pages, incrementals = self._start(run, on_size)
         at = len(self._steps) if self._incremental_at is None else self._incremental_at
@@ -480,12 +485,12 @@ class Resource:
         items = apply_steps(items, self._steps[at:])
         return items if self._limit.unlimited else run.counted(items)
 
-    def iter_items_from(self, parent_pages: Iterator[Any]) -> Iterator[Any]:
+    def iter_items_from(self, parent_pages: Iterator[object]) -> Iterator[object]:
         """A transformer's items for the given parent pages (used when the parent is shared)."""
         self._deferred_route = _DeferredRoute(at=len(self._steps))
         return apply_steps(_split(self._transform(parent_pages)), self._steps)
 
-    def finish_deferred(self, items: Iterator[Any]) -> Iterator[Any]:
+    def finish_deferred(self, items: Iterator[object]) -> Iterator[object]:
         """The items a deferred call returned, sent on through the pipe the call passed
         untouched, as dlt sends them: the transformer call's incrementals, the steps and the
         resource's incrementals at their place among them."""
@@ -498,7 +503,7 @@ class Resource:
 
     def _start(
         self, run: LimitRun, on_size: Callable[[int | None], None] | None = None
-    ) -> tuple[Iterator[Any], list[Incremental[Any]]]:
+    ) -> tuple[Iterator[object], list[Incremental[object]]]:
         """The items the function or data yields (pages split), and its bound incrementals."""
         hinted = self._bind_hinted_incremental(_resource_state(self.name))
         if self._data_from is not None:
@@ -510,7 +515,7 @@ class Resource:
             on_size(rows_known_up_front(data))
         return _split(iterate_any(data), run), incrementals + hinted
 
-    def _transform(self, parent_items: Iterator[Any]) -> Iterator[Any]:
+    def _transform(self, parent_items: Iterator[object]) -> Iterator[object]:
         # Called once per parent item: config is read for the run's first call only.
         configured_defaults = context.extraction_scratch(("configured_defaults", id(self)))
         for item in _made_now(parent_items, self._data_from):
@@ -525,10 +530,10 @@ class Resource:
             pages = _filtered(produced, incrementals, produced)
             yield from pages if marked is None else (marked.with_data(page) for page in pages)
 
-    def iter_pages(self) -> Iterator[Any]:
+    def iter_pages(self) -> Iterator[object]:
         """Pages after the pipe steps: what a transformer receives, as in dlt (a yielded
         list stays one list of processed items)."""
-        incrementals: list[Incremental[Any]] = []
+        incrementals: list[Incremental[object]] = []
         if self._data_from is not None:
             source = self._transform(self._data_from.iter_pages())
         elif self._func is not None:
@@ -543,7 +548,7 @@ class Resource:
         pages = _filtered(self._processed_pages(source, run), incrementals, source, stop)
         return pages if self._limit.unlimited else limit_pages(pages, self._limit)
 
-    def _processed_pages(self, source: Iterator[Any], run: LimitRun) -> Iterator[Any]:
+    def _processed_pages(self, source: Iterator[object], run: LimitRun) -> Iterator[object]:
         try:
             for page in source:
                 if isinstance(page, list) or type(page) is tuple:
@@ -557,7 +562,7 @@ class Resource:
         finally:
             _close(source)
 
-    def __ror__(self, data: Any) -> Resource:
+    def __ror__(self, data: object) -> Resource:
         """``[1, 2, 3] | transformer``: feed data to a transformer, as in dlt."""
         if self._data_from is None and self._func is None:
             return NotImplemented
@@ -592,7 +597,7 @@ class Resource:
         )
 
 
-def _made_now(parent_items: Iterator[Any], parent: Resource | None) -> Iterator[Any]:
+def _made_now(parent_items: Iterator[object], parent: Resource | None) -> Iterator[object]:
     """``parent_items`` with each deferred call made here, one at a time, and its result sent
     on through the parent's pipe: what a transformer fed by the parent gets, as in dlt. (A
     run whose extractor shares the parent makes the calls in its pool and hands the results
@@ -612,11 +617,11 @@ class _DeferredRoute:
     before every step, the others at step ``at`` (None: after every step)."""
 
     at: int | None = None
-    incrementals: list[Incremental[Any]] = dataclasses.field(default_factory=list)
-    call_incrementals: list[Incremental[Any]] = dataclasses.field(default_factory=list)
+    incrementals: list[Incremental[object]] = dataclasses.field(default_factory=list)
+    call_incrementals: list[Incremental[object]] = dataclasses.field(default_factory=list)
 
 
-def _split(pages: Iterator[Any], run: LimitRun | None = None) -> Iterator[Any]:
+def _split(pages: Iterator[object], run: LimitRun | None = None) -> Iterator[object]:
     """The items of the yielded pages (a list is a page of items, and so is a list subclass
     such as a REST client's page, as in dlt), up to ``run``'s limit. The split closes
     ``pages`` when it ends; it is returned as it is, one generator less per item."""
@@ -624,11 +629,11 @@ def _split(pages: Iterator[Any], run: LimitRun | None = None) -> Iterator[Any]:
 
 
 def _filtered(
-    items: Iterator[Any],
-    incrementals: list[Incremental[Any]],
-    upstream: Any,
+    items: Iterator[object],
+    incrementals: list[Incremental[object]],
+    upstream: object,
     stop_after_page: Callable[[], None] | None = None,
-) -> Iterator[Any]:
+) -> Iterator[object]:
     """``items`` through each incremental; ``stop_after_page``: see ``Incremental.filter``."""
     for incremental in incrementals:
         items = incremental.filter(items, upstream=upstream, stop_after_page=stop_after_page)
@@ -650,8 +655,8 @@ def _last_pipeline_name() -> str | None:
 
 
 def _in_state_scope(
-    make_items: Callable[[], Iterator[Any]], state: PipelineState, source_name: str, resource_name: str
-) -> Iterator[Any]:
+    make_items: Callable[[], Iterator[object]], state: PipelineState, source_name: str, resource_name: str
+) -> Iterator[object]:
     """The items ``make_items`` gives, each computed inside ``context.state_scope``: the
     scope is entered per step, not across a yield, so the caller never runs inside it."""
     with context.state_scope(state, source_name, resource_name):
@@ -669,7 +674,7 @@ def _in_state_scope(
             _close(items)
 
 
-def _resource_state(name: str, section: str | None = None) -> dict[str, Any]:
+def _resource_state(name: str, section: str | None = None) -> dict[str, object]:
     """The state of the resource while a pipeline extracts it; else what the last pipeline
     committed for it; else a scratch dict (iterating a resource by hand), so incrementals
     work but remember nothing."""
@@ -684,17 +689,18 @@ def _resource_state(name: str, section: str | None = None) -> dict[str, Any]:
     source = section or active.pipeline_name
     # The resource's own keys are the user's: a plain dict, as resource_state() gives it.
     return cast(
-        "dict[str, Any]", active.state.get("sources", {}).get(source, {}).get("resources", {}).get(name, {})
+        "dict[str, object]",
+        active.state.get("sources", {}).get(source, {}).get("resources", {}).get(name, {}),
     )
 
 
-def _close(iterator: Any) -> None:
+def _close(iterator: object) -> None:
     close = getattr(iterator, "close", None)
     if close is not None:
         close()
 
 
-def _is_function(data: Any) -> bool:
+def _is_function(data: object) -> TypeGuard[Callable[..., object]]:
     return (
         inspect.isfunction(data)
         or inspect.ismethod(data)

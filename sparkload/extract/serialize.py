@@ -79,7 +79,7 @@ _NONE_TYPE = type(None)
 _PLAIN = frozenset({str, int, bool, _NONE_TYPE})
 
 
-def _default(value: Any) -> Any:
+def _default(value: object) -> str:
     # Called by orjson only for values it cannot write natively, so the common path stays in C.
     _per_thread.tags[0] += 1
     if isinstance(value, datetime.datetime):
@@ -100,7 +100,7 @@ def _default(value: Any) -> Any:
     raise _Unserializable(f"a value of type {type(value).__name__} cannot be stored")
 
 
-def dumps_row(item: dict[str, Any]) -> bytes:
+def dumps_row(item: dict[str, object]) -> bytes:
     """One NDJSON line for ``item``; raises orjson's error on a value it cannot write."""
     before = _per_thread.tags[0]
     try:
@@ -122,7 +122,7 @@ _ROW_JOIN = b"},{"
 _LIST_OPTIONS = _OPTIONS & ~orjson.OPT_APPEND_NEWLINE
 
 
-def dumps_rows(rows: list[dict[str, Any]]) -> bytes | None:
+def dumps_rows(rows: list[dict[str, object]]) -> bytes | None:
     """The NDJSON lines of ``rows`` (plain dicts) from one orjson call, or None when a row
     needs ``dumps_row``'s closer look; the lines are byte for byte dumps_row's.
 
@@ -160,14 +160,14 @@ def opens_like_json(line: bytes) -> bool:
     return line.find(_OPENS_LIST) != -1 or line.find(_OPENS_DICT) != -1
 
 
-def dumps_escaped(item: dict[str, Any]) -> bytes:
+def dumps_escaped(item: dict[str, object]) -> bytes:
     """The slow path for a row holding an integer beyond ±2**53, a NaN or an infinity, or
     a string that begins with NUL, [ or {: each such value is tagged (see
     escape_tagged_strings)."""
     return orjson.dumps(escape_tagged_strings(item), default=_default, option=_WIDE_OPTIONS)
 
 
-def check_tags(item: dict[str, Any], line: bytes, tags_before: int) -> bytes:
+def check_tags(item: dict[str, object], line: bytes, tags_before: int) -> bytes:
     """``line`` again with real NUL-led strings escaped, if it has more than its own tags."""
     if line.count(_NUL_STRING) > _per_thread.tags[0] - tags_before:
         return orjson.dumps(escape_tagged_strings(item), default=_default, option=_OPTIONS)
@@ -181,7 +181,7 @@ class BatchSerializer:
     thread that serializes: ``tag_count`` is that thread's."""
 
     dumps: Callable[..., bytes]
-    default: Callable[[Any], Any]
+    default: Callable[[object], str]
     options: int
     nul_string: bytes
     tag_count: list[int]
@@ -190,9 +190,9 @@ class BatchSerializer:
     count: Callable[[bytes, bytes], int]
     backslash: bytes
     null: bytes
-    holds_special_float: Callable[[dict[str, Any], int], bool]
+    holds_special_float: Callable[[dict[str, object], int], bool]
     opens_like_json: Callable[[bytes], bool]
-    dumps_escaped: Callable[[dict[str, Any]], bytes]
+    dumps_escaped: Callable[[dict[str, object]], bytes]
 
 
 def batch_serializer() -> BatchSerializer:
@@ -213,7 +213,7 @@ def batch_serializer() -> BatchSerializer:
     )
 
 
-def holds_special_float(item: dict[str, Any], nulls: int) -> bool:
+def holds_special_float(item: dict[str, object], nulls: int) -> bool:
     """Whether ``item``, whose line holds ``nulls`` nulls, has a NaN or an infinity.
 
     Every None and every NaN or infinity is one null in the line (a string may add more).
@@ -264,7 +264,7 @@ def _double_tag(value: float) -> str:
     return TAG_DOUBLE + ("Infinity" if value > 0 else "-Infinity")
 
 
-def explain_failure(resource: str, position: int, item: Any, error: Exception) -> UnserializableValueError:
+def explain_failure(resource: str, position: int, item: object, error: Exception) -> UnserializableValueError:
     """Find which column of ``item`` could not be serialized and say so.
 
     Only runs after a failure, so walking the item in Python here costs nothing on the
@@ -309,10 +309,10 @@ MAX_ITEM_DEPTH = 254
 _SHOWN_KEYS = 8
 
 
-def _too_deep(item: Any) -> tuple[str, ...] | None:
+def _too_deep(item: object) -> tuple[str, ...] | None:
     """The key path at which ``item`` nests more than MAX_ITEM_DEPTH dicts and lists (list
     levels add no key), or None; walked without recursion."""
-    stack: list[tuple[Any, tuple[str, ...], int]] = [(item, (), 0)]
+    stack: list[tuple[object, tuple[str, ...], int]] = [(item, (), 0)]
     while stack:
         value, path, depth = stack.pop()
         if isinstance(value, (dict, list, tuple)):
@@ -325,7 +325,7 @@ def _too_deep(item: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+def _walk(value: object, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], object]]:
     if isinstance(value, dict):
         for key, child in value.items():
             if not isinstance(key, str):

@@ -8,7 +8,7 @@ and flattens it as it flattens dicts.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -17,6 +17,9 @@ from pyspark.sql import types as T
 from sparkload.common.sql import quote
 from sparkload.common.tags import TAG_STRING, TAG_TIME
 from sparkload.exceptions import ExtractError, ResourceError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 # Types a Delta table of sparkload cannot hold as they are: the user casts them first.
 # By name, as PySpark versions differ in which of them they define.
@@ -34,7 +37,7 @@ _UNSUPPORTED = frozenset(
 )
 
 
-def check_session(resource: str, frame: Any, spark: Any) -> None:
+def check_session(resource: str, frame: DataFrame, spark: SparkSession) -> None:
     """Refuse a DataFrame of another engine than the pipeline's: the engine writes it into
     the package, and a DataFrame can only be written by the server that holds its plan."""
     own = frame.sparkSession
@@ -47,7 +50,7 @@ def check_session(resource: str, frame: Any, spark: Any) -> None:
     )
 
 
-def _engine_of(session: Any) -> str:
+def _engine_of(session: SparkSession) -> str:
     """Where a session's plans run: a Spark Connect server's address, or this process's JVM
     (classic sessions of one process share one SparkContext)."""
     client = getattr(session, "client", None)

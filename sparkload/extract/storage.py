@@ -15,7 +15,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import orjson
 import pyarrow as pa
@@ -29,6 +29,9 @@ from sparkload.common.package import ARROW_DIR, JSON_DIR, SPARK_DIR, SPARK_PART_
 from sparkload.common.tags import TAG_JSON, TAG_STRING, TAG_TIME
 from sparkload.extract.items import to_arrow
 from sparkload.extract.serialize import dumps_row, opens_like_json
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 _FLUSH_BYTES = 4 * 1024 * 1024
 # Staged Parquet is read whole, so its column statistics serve no reader; and the embedded
@@ -154,7 +157,7 @@ class TableFiles:
         pq.write_table(staged, path, write_statistics=STAGED_STATISTICS)
         self._engine.publish(path)
 
-    def write_spark(self, frame: Any) -> None:
+    def write_spark(self, frame: DataFrame) -> None:
         """Have the engine write ``frame`` (a Spark DataFrame with staged columns) as one
         Parquet folder; no row passes through this process.
 
@@ -184,7 +187,7 @@ class TableFiles:
         with self._lock:
             self.rows += rows
 
-    def _write_spark_remote(self, frame: Any, part: Path) -> None:
+    def _write_spark_remote(self, frame: DataFrame, part: Path) -> None:
         """The engine writes ``frame`` straight where it reads it (its executors write to the
         bucket); the empty local folder ``part``, made once the write has finished, is what
         tells normalize the part is whole, as the rename does on local disk."""
@@ -272,7 +275,7 @@ def stage_arrow(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays([_stage_array(column) for column in table.columns], names=table.column_names)
 
 
-def _stage_array(array: Any) -> Any:
+def _stage_array(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     dtype = array.type
     if getattr(dtype, "extension_name", None) == ARROW_JSON:
         return pc.binary_join_element_wise(TAG_JSON, array.cast(pa.string()), "")

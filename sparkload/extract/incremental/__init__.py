@@ -59,7 +59,7 @@ __all__ = [
     "scheduler_interval",
 ]
 
-TCursor = TypeVar("TCursor")
+TCursor = TypeVar("TCursor", covariant=True)
 
 
 class Incremental(Generic[TCursor]):
@@ -74,7 +74,7 @@ class Incremental(Generic[TCursor]):
     declared_type: ClassVar[type | None] = None
     # dlt's sentinel for "no incremental" (``apply_hints(incremental=Incremental.EMPTY)``
     # removes one set by hints); set below the class.
-    EMPTY: ClassVar[Incremental[Any]]
+    EMPTY: ClassVar[Incremental[object]]
 
     # Arguments that config can give one by one (``SOURCES__<ARG>__CURSOR_PATH``).
     config_fields = (
@@ -146,7 +146,7 @@ class Incremental(Generic[TCursor]):
         """Whether a row at or past the range's end was seen in this run."""
         return self._transform is not None and self._transform.end_out_of_range
 
-    def __class_getitem__(cls, item: Any) -> Any:
+    def __class_getitem__(cls, item: object) -> type[Incremental[object]]:
         """``incremental[int](...)`` as in dlt: the cursor's type, which an external
         scheduler's interval bounds are converted to."""
         if isinstance(item, TypeVar) or item is Any or not isinstance(item, type):
@@ -176,7 +176,7 @@ class Incremental(Generic[TCursor]):
         return self.end_out_of_range if self.row_order == "asc" else self.start_out_of_range
 
     @classmethod
-    def from_existing_state(cls, resource_name: str, cursor_path: str) -> Incremental[Any]:
+    def from_existing_state(cls, resource_name: str, cursor_path: str) -> Incremental[object]:
         """dlt's: the incremental on ``cursor_path`` of ``resource_name`` as the running
         extraction's state holds it, its ``initial_value`` and ``last_value`` readable (only
         inside a running resource, where the state being written is)."""
@@ -189,14 +189,14 @@ class Incremental(Generic[TCursor]):
         return cls(cursor_path, initial_value=initial_value).bind(resource_name, (), resource_state)
 
     # -- binding -----------------------------------------------------------------------------------
-    def with_initial_value(self, initial_value: Any) -> Incremental[TCursor]:
+    def with_initial_value(self, initial_value: object) -> Incremental[TCursor]:
         """A copy starting from ``initial_value``: what a plain value (None included) passed
         for an incremental argument means, as in dlt (``r(created_at=4242)``)."""
         changed = copy.copy(self)
         changed.initial_value = changed.start_value = initial_value
         return changed
 
-    def merged_with(self, declared: Incremental[Any]) -> Incremental[Any]:
+    def merged_with(self, declared: Incremental[object]) -> Incremental[object]:
         """An override passed to a resource (``repo_issues(created_at=incremental(initial_value=…))``)
         takes what it does not set from the incremental the function declares."""
         merged = copy.copy(declared)
@@ -222,7 +222,7 @@ class Incremental(Generic[TCursor]):
         self,
         resource_name: str,
         resource_primary_key: Sequence[str],
-        resource_state: dict[str, Any] | None,
+        resource_state: dict[str, object] | None,
         reset: bool = False,
     ) -> Incremental[TCursor]:
         """A fresh copy for one run of ``resource_name``, reading (and later writing) its state."""
@@ -296,10 +296,15 @@ class Incremental(Generic[TCursor]):
                 detail = f"{name}([end_value, initial_value]) must be end_value"
             raise IncrementalRangeError(resource_name, self.cursor_path, initial, end, detail)
 
-    def _cursor_state(self, resource_state: dict[str, Any], reset: bool) -> dict[str, Any]:
+    def _cursor_state(self, resource_state: dict[str, object], reset: bool) -> dict[str, object]:
         """This cursor's entry in the resource state (dlt's ``incremental.<cursor_path>``),
         made afresh from initial_value when there is none or the run starts over (``reset``)."""
         cursors = resource_state.setdefault("incremental", {})
+        if not isinstance(cursors, dict):
+            raise ResourceError(
+                f"incremental '{self.cursor_path}': the resource state's 'incremental' entry is "
+                f"a {type(cursors).__name__}, not the dict of cursors"
+            )
         fresh = {
             "initial_value": self.initial_value,
             "last_value": self.initial_value,
@@ -308,7 +313,7 @@ class Incremental(Generic[TCursor]):
         }
         if reset:
             cursors[self.cursor_path] = fresh
-        state: dict[str, Any] = cursors.setdefault(self.cursor_path, fresh)
+        state: dict[str, object] = cursors.setdefault(self.cursor_path, fresh)
         return state
 
     def _start(self, cursor_state: Mapping[str, Any] | None) -> tuple[Any, Sequence[str]]:
@@ -329,7 +334,7 @@ class Incremental(Generic[TCursor]):
             return tuple(resource_primary_key) or None
         return (self.primary_key,) if isinstance(self.primary_key, str) else tuple(self.primary_key)
 
-    def _as_cursor_type(self, instant: datetime.datetime) -> Any:
+    def _as_cursor_type(self, instant: datetime.datetime) -> object:
         """An interval bound in the cursor's type: the declared one (``incremental[int]``), else
         that of ``initial_value`` or ``end_value``, else a UTC datetime."""
         kind = self.cursor_type
@@ -341,10 +346,10 @@ class Incremental(Generic[TCursor]):
     # -- filtering -------------------------------------------------------------------------------------
     def filter(
         self,
-        items: Iterator[Any],
-        upstream: Any = None,
+        items: Iterator[object],
+        upstream: object = None,
         stop_after_page: Callable[[], None] | None = None,
-    ) -> Iterator[Any]:
+    ) -> Iterator[object]:
         """The items in range; writes the cursor state as rows pass and at the end (closing
         ``upstream`` then).
 
@@ -368,7 +373,7 @@ class Incremental(Generic[TCursor]):
             if upstream is not None and hasattr(upstream, "close"):
                 upstream.close()
 
-    def _filter_item(self, item: Any) -> Any:
+    def _filter_item(self, item: object) -> object:
         if type(item) is MarkedItem:
             # A mark (``sl.mark.with_table_name``) is filtered by what it wraps, as in dlt.
             kept = self._filter_item(item.data)
@@ -393,7 +398,7 @@ class Incremental(Generic[TCursor]):
         return self._transform
 
 
-def _one_of(name: str, value: Any, allowed: tuple[Any, ...]) -> None:
+def _one_of(name: str, value: object, allowed: tuple[object, ...]) -> None:
     if value not in allowed:
         raise ResourceError(f"incremental {name} must be one of {allowed}, got {value!r}")
 
@@ -403,7 +408,7 @@ _TYPED: dict[tuple[type, type], type] = {}
 Incremental.EMPTY = Incremental()
 
 
-def declares_incremental(func: Callable[..., Any] | None) -> bool:
+def declares_incremental(func: Callable[..., object] | None) -> bool:
     """Whether a resource function takes an incremental (as a default or by annotation)."""
     return incremental_parameter(func) is not None
 
@@ -414,10 +419,10 @@ class IncrementalParameter:
 
     name: str
     index: int  # position among the parameters
-    default_incremental: Incremental[Any] | None
+    default_incremental: Incremental[object] | None
 
 
-def incremental_parameter(func: Callable[..., Any] | None) -> IncrementalParameter | None:
+def incremental_parameter(func: Callable[..., object] | None) -> IncrementalParameter | None:
     """The first parameter of ``func`` taking an incremental (by default or annotation)."""
     if func is None:
         return None
@@ -433,15 +438,15 @@ def incremental_parameter(func: Callable[..., Any] | None) -> IncrementalParamet
 
 
 def bind_incrementals(
-    arguments: dict[str, Any],
-    parameters: Mapping[str, Any],
+    arguments: dict[str, object],
+    parameters: Mapping[str, inspect.Parameter],
     resource_name: str,
     resource_primary_key: Sequence[str],
-    resource_state: dict[str, Any] | None,
+    resource_state: dict[str, object] | None,
     reset: bool = False,
-) -> list[Incremental[Any]]:
+) -> list[Incremental[object]]:
     """Replace every incremental among a call's ``arguments`` with a copy bound to this run."""
-    bound: list[Incremental[Any]] = []
+    bound: list[Incremental[object]] = []
     for name, param in parameters.items():
         value = arguments.get(name, MISSING)
         declared = param.default if isinstance(param.default, Incremental) else None
@@ -476,7 +481,7 @@ def bind_incrementals(
     return bound
 
 
-def _annotated_cursor_type(annotation: Any) -> type | None:
+def _annotated_cursor_type(annotation: object) -> type | None:
     """The cursor type of ``incremental[int]`` (or ``Optional[incremental[int]]``)."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         found = (_annotated_cursor_type(member) for member in typing.get_args(annotation))
@@ -485,7 +490,7 @@ def _annotated_cursor_type(annotation: Any) -> type | None:
     return kind if isinstance(kind, type) else None
 
 
-def _annotated_incremental(annotation: Any) -> bool:
+def _annotated_incremental(annotation: object) -> bool:
     """Whether ``annotation`` is an incremental type, ``Optional[incremental[int]]`` included."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         return any(_annotated_incremental(member) for member in typing.get_args(annotation))

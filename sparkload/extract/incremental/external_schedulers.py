@@ -47,7 +47,9 @@ def scheduler_interval(
     return first, max(first, last)
 
 
-def external_bound(instant: datetime.datetime, kind: type | None) -> Any:
+def external_bound(
+    instant: datetime.datetime, kind: type | None
+) -> datetime.datetime | datetime.date | int | float | str:
     """``instant`` as a cursor of type ``kind``: ISO-8601 text (``...Z``), a Unix timestamp
     (int or float), a date, or a UTC datetime."""
     if kind is None or issubclass(kind, datetime.datetime):

@@ -19,16 +19,15 @@ from sparkload.extract.incremental.transform import comparable
 
 
 def apply_lag(
-    value: Any, lag: float, last_value_func: Callable[[Sequence[Any]], Any], initial_value: Any
-) -> Any:
+    value: object, lag: float, last_value_func: Callable[[Sequence[Any]], Any], initial_value: object
+) -> object:
     """``value`` moved back (max) or forward (min) by ``lag``, bounded by ``initial_value``."""
     sign = -1 if last_value_func is max else 1
     if isinstance(value, bool):
         raise ResourceError("incremental lag does not apply to boolean cursors")
     if isinstance(value, (int, float)):
-        moved: Any = value + sign * lag
-        if isinstance(value, int) and float(moved).is_integer():
-            moved = int(moved)
+        number = value + sign * lag
+        moved: object = int(number) if isinstance(value, int) and float(number).is_integer() else number
     elif isinstance(value, datetime.datetime):
         moved = value + sign * datetime.timedelta(seconds=lag)
     elif isinstance(value, datetime.date):

@@ -8,6 +8,7 @@ remember them for the next run) come to this process, as with Arrow items.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sparkload.common.sql import quote
@@ -15,7 +16,7 @@ from sparkload.exceptions import IncrementalCursorError
 from sparkload.extract.incremental.transform import IncrementalTransform, comparable
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    from pyspark.sql import Column, DataFrame
 
 
 class SparkIncremental(IncrementalTransform):
@@ -47,7 +48,7 @@ class SparkIncremental(IncrementalTransform):
         if sample is None:
             return item if self.on_cursor_value_missing == "include" else None
 
-        def bound(value: Any) -> Column:
+        def bound(value: object) -> Column:
             try:
                 return F.lit(comparable(value, sample)).cast(dtype)
             except (TypeError, ValueError) as exc:
@@ -101,7 +102,9 @@ class SparkIncremental(IncrementalTransform):
         self._advance(kept, cursor, newest_value, bound)
         return kept if kept_rows else None
 
-    def _without_rows_seen_before(self, item: Any, kept: Any, on_start: Column) -> tuple[Any, int]:
+    def _without_rows_seen_before(
+        self, item: DataFrame, kept: DataFrame, on_start: Column
+    ) -> tuple[DataFrame, int]:
         """``kept`` without the rows on the start whose hash the previous run stored; the
         rows on the start (a boundary, usually a handful) are looked at one by one."""
         boundary = item.where(on_start).collect()
@@ -111,7 +114,9 @@ class SparkIncremental(IncrementalTransform):
             rest = rest.unionByName(item.sparkSession.createDataFrame(fresh, item.schema))
         return rest, len(boundary) - len(fresh)
 
-    def _advance(self, kept: Any, cursor: Column, newest: Any, bound: Any) -> None:
+    def _advance(
+        self, kept: DataFrame, cursor: Column, newest: object, bound: Callable[[object], Column]
+    ) -> None:
         """Move last_value to the newest kept cursor value; remember the rows sitting on it."""
         from pyspark.sql import functions as F
 

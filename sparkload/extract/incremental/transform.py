@@ -23,10 +23,11 @@ import datetime
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 import pendulum
+from jsonpath_ng import JSONPath
 from jsonpath_ng import parse as parse_jsonpath
 
 from sparkload.common.time import plain_utc
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 # No cursor value in a row; no stored cursor when the run began.
-MISSING: Any = object()
+MISSING: Final = object()
 _SIMPLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -54,24 +55,24 @@ class IncrementalTransform:
     # Rows are told apart at the range's start and at last_value by these key columns,
     # by their whole content (None), or not at all (()).
     dedup_key: tuple[str, ...] | None
-    start_value: Any
-    end_value: Any
-    last_value: Any
+    start_value: object
+    end_value: object
+    last_value: object
     start_hashes: frozenset[str] = frozenset()
     # The cursor's entry in the resource state, which save() writes; None: the run keeps no
     # state (a backfill with end_value, an external scheduler's interval).
     state: dict[str, Any] | None = None
     # The last_value the state held when the run began (MISSING: none).
-    stored_last: Any = MISSING
+    stored_last: object = MISSING
     # The incremental has a lag: the run may start behind the stored cursor.
     lagged: bool = False
     # Whether a row passed this run: only then does save() record where the run started.
     rows_passed: bool = False
-    rows_at_last: list[Any] = dataclasses.field(default_factory=list)
+    rows_at_last: list[object] = dataclasses.field(default_factory=list)
     start_out_of_range: bool = False
     end_out_of_range: bool = False
 
-    def __call__(self, item: Any) -> Any:
+    def __call__(self, item: object) -> object:
         """``item`` with only its rows in range (None: no row is), moving ``last_value`` on."""
         raise NotImplementedError
 
@@ -85,7 +86,7 @@ class IncrementalTransform:
         """The digest a row is deduplicated by at the boundary: of its key, else of the row."""
         if self.dedup_key:
             try:
-                value: Any = [row[k] for k in self.dedup_key]
+                value: object = [row[k] for k in self.dedup_key]
             except (KeyError, TypeError) as exc:
                 raise IncrementalCursorError(
                     self.resource_name,
@@ -139,7 +140,7 @@ class IncrementalTransform:
         if self.dedup_key != () and rows:
             self.state["unique_hashes"] = sorted({self.hash(r) for r in rows})
 
-    def _passes(self, value: Any, bound: Any) -> bool | None:
+    def _passes(self, value: object, bound: object) -> bool | None:
         """Whether ``value`` is past ``bound`` in the order of last_value_func (max or min, as
         lag requires): True (past), None (equal) or False (behind)."""
         try:
@@ -160,13 +161,13 @@ class IncrementalTransform:
 class RowIncremental(IncrementalTransform):
     """Filters dicts (or objects with the cursor as an attribute), and lists of them, row by row."""
 
-    def __call__(self, item: Any) -> Any:
+    def __call__(self, item: object) -> object:
         if isinstance(item, list):
             kept = [row for row in item if self._keep(row)]
             return kept or None
         return item if self._keep(item) else None
 
-    def cursor_value(self, row: Any) -> Any:
+    def cursor_value(self, row: object) -> object:
         """The value at ``cursor_path`` in ``row``; ``MISSING`` when absent or NULL."""
         path = self.cursor_path
         if _SIMPLE_NAME.match(path):
@@ -176,7 +177,7 @@ class RowIncremental(IncrementalTransform):
             value = matches[0].value if matches else None
         return MISSING if value is None else value
 
-    def _keep(self, row: Any) -> bool:
+    def _keep(self, row: object) -> bool:
         value = self.cursor_value(row)
         if value is MISSING:
             if self.on_cursor_value_missing == "raise":
@@ -241,11 +242,11 @@ class ArrowIncremental(IncrementalTransform):
     column; only rows exactly on the start or on the new last value (the boundary, usually
     a handful) are looked at one by one, to deduplicate them."""
 
-    def __call__(self, item: Any) -> Any:
+    def __call__(self, item: object) -> object:
         import pyarrow as pa  # Arrow items are here: pyarrow is imported by whoever made them
         import pyarrow.compute as pc
 
-        table = pa.Table.from_pandas(item, preserve_index=False) if is_pandas(item) else item
+        table: pa.Table = pa.Table.from_pandas(item, preserve_index=False) if is_pandas(item) else item
         name = self.cursor_path
         func = self.last_value_func
         resource = self.resource_name
@@ -270,7 +271,7 @@ class ArrowIncremental(IncrementalTransform):
         # ``ahead``/``behind`` order values the way last_value_func does (min reverses them).
         ahead, behind = (pc.greater, pc.less) if func is max else (pc.less, pc.greater)
 
-        def scalar(bound: Any) -> pa.Scalar:
+        def scalar(bound: object) -> pa.Scalar:
             try:
                 return pa.scalar(comparable(bound, sample), type=cursor.type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
@@ -314,7 +315,7 @@ class ArrowIncremental(IncrementalTransform):
             return None
         return kept.to_pandas() if is_pandas(item) else kept
 
-    def _seen_before(self, table: Any, on_start: Any) -> pa.Array:
+    def _seen_before(self, table: pa.Table, on_start: pa.Array) -> pa.Array:
         """True for the boundary rows whose hash the previous run stored."""
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -327,7 +328,9 @@ class ArrowIncremental(IncrementalTransform):
             mask[index] = flag
         return pa.array(mask)
 
-    def _advance(self, cursor: Any, kept: Any, scalar: Callable[[Any], pa.Scalar]) -> None:
+    def _advance(
+        self, cursor: pa.ChunkedArray, kept: pa.Table, scalar: Callable[[object], pa.Scalar]
+    ) -> None:
         """Move last_value to the newest kept cursor value; remember the rows sitting on it."""
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -347,20 +350,20 @@ class ArrowIncremental(IncrementalTransform):
             self.rows_at_last += kept.filter(on_last).to_pylist()
 
 
-def transform_kind(item: Any) -> type[IncrementalTransform]:
+def transform_kind(item: object) -> type[IncrementalTransform]:
     """The filter for ``item``: Arrow for tables, record batches and pandas frames, else rows."""
     if is_arrow(item) or is_pandas(item):
         return ArrowIncremental
     return RowIncremental
 
 
-def row_digest(value: Any) -> str:
+def row_digest(value: object) -> str:
     """A short, stable digest of a row (or key values) for boundary deduplication."""
     data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
     return base64.b64encode(hashlib.blake2b(data, digest_size=12).digest()).decode()
 
 
-def comparable(bound: Any, value: Any) -> Any:
+def comparable(bound: object, value: object) -> object:
     """``bound`` (initial/last/end value) in the type of the row's cursor ``value``: ISO
     strings and datetimes, naive and aware, compare as UTC instants."""
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
@@ -376,21 +379,21 @@ def comparable(bound: Any, value: Any) -> Any:
     aware_mismatch = isinstance(bound, datetime.datetime) and (bound.tzinfo is None) != (
         getattr(value, "tzinfo", None) is None
     )
-    if isinstance(value, datetime.datetime) and aware_mismatch:
+    if isinstance(value, datetime.datetime) and isinstance(bound, datetime.datetime) and aware_mismatch:
         return plain_utc(bound) if value.tzinfo is not None else plain_utc(bound).replace(tzinfo=None)
     return bound
 
 
-def _compiled(path: str) -> Any:
+def _compiled(path: str) -> JSONPath:
     compiled = _PATHS.get(path)
     if compiled is None:
         compiled = _PATHS[path] = parse_jsonpath(path)
     return compiled
 
 
-_PATHS: dict[str, Any] = {}
+_PATHS: dict[str, JSONPath] = {}
 
 
-def _short(row: Any) -> str:
+def _short(row: object) -> str:
     text = repr(row)
     return text if len(text) <= 200 else text[:200] + "…"
