@@ -135,12 +135,12 @@ class WriteDisposition:
 
     disposition: str = "append"
     strategy: str | None = None
-    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    options: Mapping[str, object] = dataclasses.field(default_factory=dict)
     # What the user wrote, which dlt's ``resource.write_disposition`` returns as is.
-    given: str | Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
+    given: str | Mapping[str, object] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
-    def parse(cls, value: str | Mapping[str, Any] | WriteDisposition | None) -> WriteDisposition:
+    def parse(cls, value: str | Mapping[str, object] | WriteDisposition | None) -> WriteDisposition:
         if value is None:
             return cls()
         if isinstance(value, WriteDisposition):
@@ -184,8 +184,8 @@ class WriteDisposition:
             return self.disposition if self.strategy is None and not self.options else self.to_dict()
         return self.given if isinstance(self.given, str) else dict(self.given)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"disposition": self.disposition}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"disposition": self.disposition}
         if self.strategy:
             out["strategy"] = self.strategy
         out.update(self.options)
@@ -261,9 +261,9 @@ class LoadHints:
     write_disposition: WriteDisposition = dataclasses.field(default_factory=WriteDisposition)
     primary_key: tuple[str, ...] = ()
     merge_key: tuple[str, ...] = ()
-    columns: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    columns: Mapping[str, Mapping[str, object]] = dataclasses.field(default_factory=dict)
     # Column hints of nested tables, by the table's path under the root (``purchases__items``).
-    nested_columns: Mapping[str, Mapping[str, Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
+    nested_columns: Mapping[str, Mapping[str, Mapping[str, object]]] = dataclasses.field(default_factory=dict)
     max_table_nesting: int | None = None
     # Nested rows carry the root row's id (merge tables always do: deletes reach them).
     root_key: bool = False
@@ -288,7 +288,7 @@ class LoadHints:
         return self.write_disposition.strategy or "delete-insert"
 
     @property
-    def options(self) -> Mapping[str, Any]:
+    def options(self) -> Mapping[str, object]:
         """The options of the dict form of the write disposition."""
         return self.write_disposition.options
 
@@ -317,7 +317,7 @@ class LoadHints:
         """Whether the load rebuilds the tables from this package alone (replace, refresh)."""
         return self.disposition == "replace" or self.refresh
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "write_disposition": self.write_disposition.to_dict(),
             "primary_key": list(self.primary_key),
