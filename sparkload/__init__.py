@@ -10,7 +10,7 @@ resources and sources (an Airflow DAG file parsed, a test of a resource) does no
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sparkload import current, destinations, exceptions, sources
 from sparkload.common.state_record import PipelineState
@@ -78,7 +78,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f"module 'sparkload' has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name]), name)

@@ -17,9 +17,10 @@ docs/errors.md lists each error, when it is raised and its attributes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from requests import Response
     from requests.exceptions import HTTPError as _RequestsHTTPError
 
 
@@ -95,8 +96,8 @@ class IncrementalCursorError(ResourceError):
         cursor_path: str | None,
         detail: str,
         *,
-        row: Any = None,
-        value: Any = None,
+        row: object = None,
+        value: object = None,
     ) -> None:
         super().__init__(f"resource '{resource}': {detail}")
         self.resource = resource
@@ -124,7 +125,12 @@ class IncrementalRangeError(ResourceError):
     not compare. Raised when the resource starts, before anything is extracted."""
 
     def __init__(
-        self, resource: str | None, cursor_path: str | None, initial_value: Any, end_value: Any, detail: str
+        self,
+        resource: str | None,
+        cursor_path: str | None,
+        initial_value: object,
+        end_value: object,
+        detail: str,
     ) -> None:
         super().__init__(
             f"resource '{resource}': incremental on '{cursor_path}' has initial_value="
@@ -188,7 +194,7 @@ class _HTTPRequestErrorFields(SparkloadError):
         status_code: int,
         reason: str | None,
         body: str | None = None,
-        response: Any = None,
+        response: Response | None = None,
     ) -> None:
         kind = "client error" if status_code < 500 else "server error"
         message = f"{method} {url} failed with HTTP {status_code} {reason or ''}".rstrip() + f" ({kind})"
@@ -226,7 +232,7 @@ class UnexpectedResponseError(SparkloadError, ValueError):
         content_type: str | None,
         found: str,
         expected: str,
-        response: Any = None,
+        response: Response | None = None,
     ) -> None:
         super().__init__(
             f"{method} {url} answered HTTP {status_code} with Content-Type "
@@ -285,7 +291,7 @@ class ExpectationError(NormalizeError):
         expectation: str,
         condition: str,
         failed_rows: int | None = None,
-        sample: Sequence[Mapping[str, Any]] = (),
+        sample: Sequence[Mapping[str, object]] = (),
     ) -> None:
         super().__init__(message, table=table)
         self.resource = resource
@@ -315,7 +321,7 @@ class DataValidationError(NormalizeError):
         table: str,
         column: str | None,
         schema_entity: str,
-        value: Any,
+        value: object,
         detail: str | None = None,
         retyped: str | None = None,
     ) -> None:
@@ -428,7 +434,9 @@ class DuplicateKeyError(LoadError):
     ``key_values`` holds a few of the duplicated keys, each a tuple in ``primary_key`` order.
     """
 
-    def __init__(self, table: str, primary_key: Sequence[str], key_values: Sequence[Sequence[Any]]) -> None:
+    def __init__(
+        self, table: str, primary_key: Sequence[str], key_values: Sequence[Sequence[object]]
+    ) -> None:
         shown = "; ".join(
             ", ".join(f"{name}={value!r}" for name, value in zip(primary_key, values, strict=True))
             for values in key_values
@@ -569,8 +577,8 @@ class PlanOutdatedError(SparkloadError):
     def __init__(
         self,
         pipeline_name: str,
-        planned: Mapping[str, Any],
-        current: Mapping[str, Any],
+        planned: Mapping[str, object],
+        current: Mapping[str, object],
         changed_tables: Sequence[str],
     ) -> None:
         super().__init__(
@@ -583,7 +591,7 @@ class PlanOutdatedError(SparkloadError):
         self.changed_tables = tuple(changed_tables)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> type[Exception]:
     # ``HTTPRequestError`` is made on first use, with requests' HTTPError as its second base,
     # so importing the errors (and ``import sparkload``) does not import requests.
     if name != "HTTPRequestError":

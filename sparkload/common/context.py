@@ -14,12 +14,15 @@ import contextlib
 import contextvars
 import copy
 import datetime
-from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from collections.abc import Hashable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sparkload.common.state_record import PipelineState, SourceState
 from sparkload.common.time import Window, now
 from sparkload.exceptions import SparkloadError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class PipelineView(Protocol):
@@ -27,7 +30,7 @@ class PipelineView(Protocol):
     (a SparkSession, for sources that read through the engine)."""
 
     @property
-    def spark(self) -> Any: ...
+    def spark(self) -> SparkSession: ...
 
     @property
     def pipeline_name(self) -> str: ...
@@ -53,7 +56,7 @@ _clock: contextvars.ContextVar[datetime.datetime | None] = contextvars.ContextVa
 )
 # What one extraction computes once and reuses (by key), such as a transformer's arguments
 # from config, read for its first item only.
-_scratch: contextvars.ContextVar[dict[Any, Any] | None] = contextvars.ContextVar(
+_scratch: contextvars.ContextVar[dict[Hashable, dict[str, object]] | None] = contextvars.ContextVar(
     "sparkload_scratch", default=None
 )
 _source: contextvars.ContextVar[str | None] = contextvars.ContextVar("sparkload_source", default=None)
@@ -129,13 +132,12 @@ def interval_window(resource_name: str) -> Window | None:
     return (_windows.get() or {}).get(resource_name)
 
 
-def extraction_scratch(key: Any) -> dict[Any, Any]:
+def extraction_scratch(key: Hashable) -> dict[str, object]:
     """A dict the running extraction keeps under ``key`` (a fresh one outside a run)."""
     scratch = _scratch.get()
     if scratch is None:
         return {}
-    found: dict[Any, Any] = scratch.setdefault(key, {})
-    return found
+    return scratch.setdefault(key, {})
 
 
 def extracting_pipeline() -> PipelineView | None:

@@ -14,7 +14,6 @@ live; docs/contracts.md and docs/dlt.md list them for users.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 # The callers, as they appear in messages.
 PIPELINE = "pipeline"
@@ -142,7 +141,7 @@ REFUSED: dict[str, dict[str, str]] = {
 REFUSED[PLAN] = REFUSED[RUN]
 
 
-def _native_table_format(caller: str, value: Any) -> None:
+def _native_table_format(caller: str, value: object) -> None:
     if value not in (None, NATIVE_TABLE_FORMAT):
         raise TypeError(
             f"{caller}(): table_format={value!r} is not taken: sparkload writes Delta tables "
@@ -150,13 +149,13 @@ def _native_table_format(caller: str, value: Any) -> None:
         )
 
 
-def _nothing_to_check(caller: str, value: Any) -> None:
+def _nothing_to_check(caller: str, value: object) -> None:
     return None
 
 
 # Accepted and dropped: keyword -> the check its value must pass, by caller. Each changes
 # nothing in what sparkload loads, for the reason given beside it.
-ACCEPTED: dict[str, dict[str, Callable[[str, Any], None]]] = {
+ACCEPTED: dict[str, dict[str, Callable[[str, object], None]]] = {
     PIPELINE: {
         # dlt salts the hashes of its data anonymization with it; sparkload hashes no data.
         "pipeline_salt": _nothing_to_check,
@@ -187,12 +186,12 @@ ACCEPTED[PLAN] = ACCEPTED[RUN]
 
 
 def refuse_dlt_arguments(
-    caller: str, given: Mapping[str, Any], takes: frozenset[str] = frozenset()
-) -> dict[str, Any]:
+    caller: str, given: Mapping[str, object], takes: frozenset[str] = frozenset()
+) -> dict[str, object]:
     """``given`` without the keywords sparkload accepts as no-ops; raises the TypeError of a
     keyword ``caller`` does not take: with the sparkload way for one of dlt's, and Python's
     own message for any other. ``takes``: the keywords ``caller`` implements among ``given``."""
-    kept: dict[str, Any] = {}
+    kept: dict[str, object] = {}
     for keyword, value in given.items():
         check = ACCEPTED.get(caller, {}).get(keyword)
         if check is not None:
@@ -208,7 +207,7 @@ def refuse_dlt_arguments(
     return kept
 
 
-def refuse_dlt_destination(destination: Any) -> None:
+def refuse_dlt_destination(destination: object) -> None:
     """A dlt destination name (``"duckdb"``) or a dlt destination object given as a pipeline's
     destination: sparkload would have written Delta tables into a folder of that name."""
     if isinstance(destination, str):

@@ -9,7 +9,10 @@ the one that every stage's Parquet writes need.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 _lock = threading.Lock()
 # id(session) → whether it is Apache Spark's (True) or Sail's (False).
@@ -28,7 +31,7 @@ def is_apache_spark(spark: Any) -> bool:
     return known
 
 
-def misreads_float_statistics(spark: Any) -> bool:
+def misreads_float_statistics(spark: SparkSession) -> bool:
     """Whether the engine misreads a file by its floating-point column statistics.
 
     Parquet and Delta statistics leave NaN out of a column's min and max, and Sail 0.7.2
@@ -39,7 +42,7 @@ def misreads_float_statistics(spark: Any) -> bool:
     return not is_apache_spark(spark)
 
 
-def write_parquet(frame: Any, path: str, mode: str) -> None:
+def write_parquet(frame: DataFrame, path: str, mode: str) -> None:
     """Have the engine write ``frame`` as a Parquet folder at ``path`` (``mode``: overwrite or
     error), without column statistics where the engine would misread them. sparkload reads
     the files it stages whole, so they need none."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from sparkload.exceptions import ResourceError
 
@@ -22,6 +22,14 @@ ON_VIOLATION = ("warn", "drop", "fail")
 # Databricks' @dlt.expect: keep the rows, count them, log a warning.
 DEFAULT_ON_VIOLATION = "warn"
 _SPEC_KEYS = ("condition", "on_violation")
+
+
+class ExpectationDict(TypedDict):
+    """An :class:`Expectation` as package manifests hold it."""
+
+    name: str
+    condition: str
+    on_violation: str | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,22 +45,22 @@ class Expectation:
         action = self.on_violation or default or DEFAULT_ON_VIOLATION
         return dataclasses.replace(self, on_violation=action)
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def to_dict(self) -> ExpectationDict:
+        return {"name": self.name, "condition": self.condition, "on_violation": self.on_violation}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Expectation:
+    def from_dict(cls, data: ExpectationDict) -> Expectation:
         return cls(str(data["name"]), str(data["condition"]), data.get("on_violation"))
 
 
-def check_on_violation(value: Any, where: str = "on_violation") -> str | None:
+def check_on_violation(value: object, where: str = "on_violation") -> str | None:
     """``value`` if it is an action a violation can take (or None), else a clear error."""
     if value is not None and value not in ON_VIOLATION:
         raise ResourceError(f"{where} must be one of {', '.join(ON_VIOLATION)}, got {value!r}")
     return None if value is None else str(value)
 
 
-def parse_expectations(value: Any) -> tuple[Expectation, ...]:
+def parse_expectations(value: object) -> tuple[Expectation, ...]:
     """The ``expectations`` hint as expectations, in the order given: a dict of
     ``{name: condition}`` or ``{name: {"condition": ..., "on_violation": ...}}``."""
     if value is None:
@@ -65,7 +73,7 @@ def parse_expectations(value: Any) -> tuple[Expectation, ...]:
     return tuple(_parse_one(name, spec) for name, spec in value.items())
 
 
-def _parse_one(name: Any, spec: Any) -> Expectation:
+def _parse_one(name: object, spec: object) -> Expectation:
     if not isinstance(name, str) or not name.strip():
         raise ResourceError(f"expectations: a name must be a non-empty string, got {name!r}")
     where = f"expectation '{name}'"

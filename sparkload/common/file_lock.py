@@ -8,7 +8,7 @@ there ``SUPPORTED`` is False and the callers go unguarded.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 try:
     import fcntl
@@ -18,7 +18,7 @@ except ImportError:  # Windows
 SUPPORTED = fcntl is not None
 
 
-def acquire(path: Path, *, wait: bool) -> IO[Any] | None:
+def acquire(path: Path, *, wait: bool) -> IO[str] | None:
     """An open handle on ``path`` (made with its folders if missing) holding the file's
     exclusive lock; None when ``wait`` is False and another open file holds it."""
     assert fcntl is not None, "no file locks on this platform (check SUPPORTED)"
@@ -35,7 +35,7 @@ def acquire(path: Path, *, wait: bool) -> IO[Any] | None:
     return handle
 
 
-def release(handle: IO[Any]) -> None:
+def release(handle: IO[str]) -> None:
     assert fcntl is not None
     fcntl.flock(handle, fcntl.LOCK_UN)
     handle.close()

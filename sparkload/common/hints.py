@@ -28,6 +28,10 @@ DISPOSITIONS: tuple[str, ...] = get_args(TWriteDisposition)
 MERGE_STRATEGIES: tuple[str, ...] = get_args(TMergeStrategy)
 
 
+# What an scd2 timestamp option takes (see ``scd2_timestamp``).
+Scd2Timestamp = datetime.datetime | datetime.date | str | int | float | None
+
+
 class TWriteDispositionDict(TypedDict, total=False):
     """The dict form of a write disposition, as dlt's ``TMergeDispositionDict``: the
     disposition, a merge strategy and the options of that strategy (``MERGE_OPTIONS``)."""
@@ -37,8 +41,8 @@ class TWriteDispositionDict(TypedDict, total=False):
     deduplicated: bool
     sequence_by: str
     validity_column_names: Sequence[str]
-    active_record_timestamp: Any
-    boundary_timestamp: Any
+    active_record_timestamp: Scd2Timestamp
+    boundary_timestamp: Scd2Timestamp
     row_version_column_name: str
     updated_at_name: str
     updated_at_as_valid_from: bool
@@ -103,7 +107,7 @@ def schema_contract_settings(value: str | Mapping[str, str] | None) -> dict[str,
     if value is None:
         return None
     if isinstance(value, str):
-        given: dict[str, Any] = dict.fromkeys(SCHEMA_CONTRACT_ENTITIES, value)
+        given: Mapping[str, object] = dict.fromkeys(SCHEMA_CONTRACT_ENTITIES, value)
     elif isinstance(value, Mapping):
         given = dict(value)
         if not given:
@@ -131,12 +135,12 @@ class WriteDisposition:
 
     disposition: str = "append"
     strategy: str | None = None
-    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    options: Mapping[str, object] = dataclasses.field(default_factory=dict)
     # What the user wrote, which dlt's ``resource.write_disposition`` returns as is.
-    given: str | Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
+    given: str | Mapping[str, object] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
-    def parse(cls, value: str | Mapping[str, Any] | WriteDisposition | None) -> WriteDisposition:
+    def parse(cls, value: str | Mapping[str, object] | WriteDisposition | None) -> WriteDisposition:
         if value is None:
             return cls()
         if isinstance(value, WriteDisposition):
@@ -180,8 +184,8 @@ class WriteDisposition:
             return self.disposition if self.strategy is None and not self.options else self.to_dict()
         return self.given if isinstance(self.given, str) else dict(self.given)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"disposition": self.disposition}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"disposition": self.disposition}
         if self.strategy:
             out["strategy"] = self.strategy
         out.update(self.options)
@@ -192,7 +196,7 @@ class WriteDisposition:
 SCD2_TIMESTAMP_OPTIONS = ("active_record_timestamp", "boundary_timestamp")
 
 
-def scd2_timestamp(option: str, value: Any) -> datetime.datetime | None:
+def scd2_timestamp(option: str, value: object) -> datetime.datetime | None:
     """The moment an scd2 timestamp option holds, as an aware UTC datetime: a datetime, a
     date, ISO text or (as in dlt) a Unix timestamp in seconds; naive values are UTC."""
     if value is None:
@@ -205,11 +209,20 @@ def scd2_timestamp(option: str, value: Any) -> datetime.datetime | None:
     return as_utc(value, f"scd2 option {option}")
 
 
-def _check_scd2_timestamps(options: Mapping[str, Any]) -> None:
+def _check_scd2_timestamps(options: Mapping[str, object]) -> None:
     """Refuse a timestamp option that holds no moment when the hint is set, as dlt does,
     rather than when a run is planned."""
     for option in SCD2_TIMESTAMP_OPTIONS:
         scd2_timestamp(option, options.get(option))
+
+
+class TimeRangeDict(TypedDict):
+    """A :class:`TimeRangeSpec` as package manifests hold it."""
+
+    column: str
+    start: str
+    end: str
+    format: str | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +235,7 @@ class TimeRangeSpec:
     end: datetime.datetime
     time_format: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TimeRangeDict:
         return {
             "column": self.column,
             "start": self.start.isoformat(),
@@ -231,7 +244,7 @@ class TimeRangeSpec:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TimeRangeSpec:
+    def from_dict(cls, data: TimeRangeDict) -> TimeRangeSpec:
         return cls(
             str(data["column"]),
             datetime.datetime.fromisoformat(data["start"]),
@@ -248,9 +261,9 @@ class LoadHints:
     write_disposition: WriteDisposition = dataclasses.field(default_factory=WriteDisposition)
     primary_key: tuple[str, ...] = ()
     merge_key: tuple[str, ...] = ()
-    columns: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    columns: Mapping[str, Mapping[str, object]] = dataclasses.field(default_factory=dict)
     # Column hints of nested tables, by the table's path under the root (``purchases__items``).
-    nested_columns: Mapping[str, Mapping[str, Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
+    nested_columns: Mapping[str, Mapping[str, Mapping[str, object]]] = dataclasses.field(default_factory=dict)
     max_table_nesting: int | None = None
     # Nested rows carry the root row's id (merge tables always do: deletes reach them).
     root_key: bool = False
@@ -275,7 +288,7 @@ class LoadHints:
         return self.write_disposition.strategy or "delete-insert"
 
     @property
-    def options(self) -> Mapping[str, Any]:
+    def options(self) -> Mapping[str, object]:
         """The options of the dict form of the write disposition."""
         return self.write_disposition.options
 
@@ -304,7 +317,7 @@ class LoadHints:
         """Whether the load rebuilds the tables from this package alone (replace, refresh)."""
         return self.disposition == "replace" or self.refresh
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "write_disposition": self.write_disposition.to_dict(),
             "primary_key": list(self.primary_key),

@@ -111,7 +111,7 @@ class LoadPackage:
                 load_id=self.load_id,
             ) from exc
 
-    def write(self, name: str, data: Any) -> None:
+    def write(self, name: str, data: object) -> None:
         """Write a manifest atomically: a crash leaves the old one or the new one, never half."""
         self.folder.write(name, orjson.dumps(data, option=orjson.OPT_INDENT_2))
 

@@ -14,7 +14,7 @@ plain dicts, so only sparkload's own keys are named here.
 from __future__ import annotations
 
 import datetime
-from typing import Any, Final, TypedDict
+from typing import Final, TypedDict
 
 # The keys of the document, for the code that reaches them through a constant.
 VERSION_KEY: Final = "_state_version"
@@ -61,10 +61,10 @@ class TableHintsRecord(TypedDict, total=False):
     """A root table's hints as recorded at extract (``pipeline/schema.py``)."""
 
     resource: str
-    write_disposition: Any
+    write_disposition: str | dict[str, object]
     primary_key: list[str]
     merge_key: list[str]
-    columns: dict[str, dict[str, Any]]
+    columns: dict[str, dict[str, object]]
 
 
 class SchemaRecord(TypedDict, total=False):

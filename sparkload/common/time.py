@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 import pendulum
+from typing_extensions import Required
 
 from sparkload.exceptions import ResourceError
 
@@ -54,6 +54,14 @@ def now() -> datetime.datetime:
     return datetime.datetime.now(UTC)
 
 
+class WindowDict(TypedDict, total=False):
+    """A :class:`Window` as package manifests hold it."""
+
+    start: Required[str]
+    end: Required[str]
+    partial: bool
+
+
 @dataclasses.dataclass(frozen=True)
 class Window:
     """A half-open time range [start, end): the intervals one batch of an interval resource
@@ -65,11 +73,11 @@ class Window:
     intervals: int = 1
     partial: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> WindowDict:
         return {"start": self.start.isoformat(), "end": self.end.isoformat(), "partial": self.partial}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Window:
+    def from_dict(cls, data: WindowDict) -> Window:
         return cls(
             datetime.datetime.fromisoformat(data["start"]),
             datetime.datetime.fromisoformat(data["end"]),

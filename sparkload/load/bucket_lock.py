@@ -33,7 +33,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sparkload.config import config
 from sparkload.engine.object_store import CONDITIONAL_PUT, EXCLUSIVE_COMMITS, is_s3_url
@@ -44,6 +44,10 @@ try:
     from obstore.store import S3Store
 except ImportError:  # the `local` extra brings it; without it merges in a bucket stay MERGEs
     obstore = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from obstore import PutResult
+    from obstore.store import ObjectStore
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +88,7 @@ class BucketLease:
     """One attempt's hold on the lease at ``key`` in ``store`` (a new object per attempt,
     as ``table_lock`` takes one)."""
 
-    def __init__(self, store: Any, key: str, lease_s: float) -> None:
+    def __init__(self, store: ObjectStore, key: str, lease_s: float) -> None:
         self.store = store
         self.key = key
         self.lease_s = lease_s
@@ -104,13 +108,14 @@ class BucketLease:
         try:
             written = obstore.put(self.store, self.key, body, mode="create")
         except (AlreadyExistsError, PreconditionError):
-            written = self._take_over_expired()
-            if written is None:
+            taken = self._take_over_expired()
+            if taken is None:
                 return False
+            written = taken
         self._held(written["e_tag"], expires)
         return True
 
-    def _take_over_expired(self) -> Any:
+    def _take_over_expired(self) -> PutResult | None:
         try:
             found = obstore.get(self.store, self.key)
             body = bytes(found.bytes())

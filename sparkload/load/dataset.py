@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+
+from pyspark.sql import SparkSession
 
 from sparkload.common.folder import Folder
 from sparkload.common.naming import RESERVED_TABLE_PREFIX
@@ -39,11 +40,11 @@ class Dataset:
     # The dataset as messages and LoadInfo name it: a path or ``catalog.schema``.
     shown: str
 
-    def __init__(self, session: Callable[[], Any]) -> None:
+    def __init__(self, session: Callable[[], SparkSession]) -> None:
         self._session = session
 
     @property
-    def spark(self) -> Any:
+    def spark(self) -> SparkSession:
         return self._session()
 
     def table(self, name: str) -> DeltaTable:
@@ -73,7 +74,7 @@ class Dataset:
 
 
 class PathDataset(Dataset):
-    def __init__(self, session: Callable[[], Any], uri: str) -> None:
+    def __init__(self, session: Callable[[], SparkSession], uri: str) -> None:
         super().__init__(session)
         self.shown = uri.rstrip("/")
         # Every consumer reaches the folder by this path; messages show the one the user gave.
@@ -109,7 +110,9 @@ class PathDataset(Dataset):
 
 
 class CatalogDataset(Dataset):
-    def __init__(self, session: Callable[[], Any], catalog: str, schema: str, staging_uri: str) -> None:
+    def __init__(
+        self, session: Callable[[], SparkSession], catalog: str, schema: str, staging_uri: str
+    ) -> None:
         super().__init__(session)
         self.catalog = catalog
         self.schema = schema

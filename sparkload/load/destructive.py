@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from pyspark.sql import types as T
 
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_POLICY = "error"
 # state["keys"][<table>] = {"primary_key": [...], "merge_key": [...]}
 KEYS_STATE: Final = KEYS_KEY
-VALIDITY_STATE = "validity_columns"  # and, for an scd2 table, its validity columns
+VALIDITY_STATE: Final = "validity_columns"  # and, for an scd2 table, its validity columns
 _VARIANT_MARK = "__v_"
 _KEY_HINTS: tuple[Literal["primary_key"], Literal["merge_key"]] = ("primary_key", "merge_key")
 
@@ -87,7 +87,7 @@ def variant_changes(table: NormalizedTable, destination: T.StructType | None) ->
     return changes
 
 
-def key_changes(table: str, hints: LoadHints, recorded: Mapping[str, Any] | None) -> list[DestructiveChange]:
+def key_changes(table: str, hints: LoadHints, recorded: MergeKeys | None) -> list[DestructiveChange]:
     """Keys that differ from those the table was loaded with (adding keys is additive)."""
     if not recorded:
         return []

@@ -23,6 +23,7 @@ from sparkload.common.folder import filesystem
 from sparkload.common.hints import LoadHints
 from sparkload.common.package import LOADED_MANIFEST, LoadPackage
 from sparkload.common.side_by_side import run_side_by_side
+from sparkload.common.state_record import MergeKeys
 from sparkload.common.system_columns import LOAD_ID
 from sparkload.engine.capabilities import ignores_target_file_size, merge_commits_carry_load_id
 from sparkload.exceptions import LoadError, SparkloadError
@@ -80,7 +81,7 @@ class Loader:
         package: LoadPackage,
         on_table: Callable[[str], None] | None = None,
         on_destructive_change: str = destructive.DEFAULT_POLICY,
-        recorded_keys: Mapping[str, Any] | None = None,
+        recorded_keys: Mapping[str, MergeKeys] | None = None,
         on_tables: Callable[[int], None] | None = None,
     ) -> None:
         """``on_destructive_change`` applies to tables whose resource sets none;

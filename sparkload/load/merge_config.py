@@ -112,7 +112,7 @@ def _check(config: MergeConfig) -> None:
         fail("SCD Type 2 by time or by column identifies records by primary_key (SQLMesh's unique_key)")
 
 
-def _single_column(table: str, columns: Mapping[str, Mapping[str, Any]], hint: str) -> str | None:
+def _single_column(table: str, columns: Mapping[str, Mapping[str, object]], hint: str) -> str | None:
     named = [name for name, col in columns.items() if col.get(hint)]
     if len(named) > 1:
         raise HintCombinationError(
@@ -121,7 +121,7 @@ def _single_column(table: str, columns: Mapping[str, Mapping[str, Any]], hint: s
     return named[0] if named else None
 
 
-def _dedup_sort(table: str, columns: Mapping[str, Mapping[str, Any]]) -> tuple[str, str] | None:
+def _dedup_sort(table: str, columns: Mapping[str, Mapping[str, object]]) -> tuple[str, str] | None:
     name = _single_column(table, columns, "dedup_sort")
     if name is None:
         return None
@@ -133,7 +133,9 @@ def _dedup_sort(table: str, columns: Mapping[str, Mapping[str, Any]]) -> tuple[s
     return name, direction
 
 
-def _sequence_by(table: str, wd: Mapping[str, Any], columns: Mapping[str, Mapping[str, Any]]) -> str | None:
+def _sequence_by(
+    table: str, wd: Mapping[str, Any], columns: Mapping[str, Mapping[str, object]]
+) -> str | None:
     from_hint = _single_column(table, columns, "sequence_by")
     from_option = wd.get("sequence_by")
     if from_hint and from_option and from_hint != from_option:
@@ -196,7 +198,7 @@ def _names(value: str | Sequence[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
-def _timestamp(table: str, option: str, value: Any) -> datetime.datetime | None:
+def _timestamp(table: str, option: str, value: object) -> datetime.datetime | None:
     """A date, datetime, ISO string or Unix timestamp as an aware UTC datetime (naive values
     are UTC)."""
     try:

@@ -15,12 +15,11 @@ from __future__ import annotations
 import copy
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import pyarrow.fs as pafs
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import types as T
 
 from sparkload.common import file_lock
@@ -125,7 +124,7 @@ class DeltaTable:
     # catalog tables replace a window with a MERGE instead (one code path for all engines).
     replace_where = True
 
-    def __init__(self, spark: Any, name: str) -> None:
+    def __init__(self, spark: SparkSession, name: str) -> None:
         self.spark = spark
         self.name = name
         # A full refresh sees its tables as not there yet (see ``emptied``).
@@ -151,7 +150,7 @@ class DeltaTable:
     def read(self) -> DataFrame:
         raise NotImplementedError
 
-    def _save(self, writer: Any, df: DataFrame) -> None:
+    def _save(self, writer: DataFrameWriter, df: DataFrame) -> None:
         raise NotImplementedError
 
     def commit_tags(self) -> Iterable[tuple[int, str | None]]:
@@ -223,7 +222,9 @@ class DeltaTable:
 class PathTable(DeltaTable):
     """A table in a folder: ``<dataset_uri>/<name>``."""
 
-    def __init__(self, spark: Any, dataset_uri: str, name: str, schemas: Schemas | None = None) -> None:
+    def __init__(
+        self, spark: SparkSession, dataset_uri: str, name: str, schemas: Schemas | None = None
+    ) -> None:
         super().__init__(spark, name)
         self.uri = f"{dataset_uri.rstrip('/')}/{name}"
         self._schemas = schemas if schemas is not None else Schemas()
@@ -273,7 +274,7 @@ class PathTable(DeltaTable):
             return None
         return FileLock(Path(path))
 
-    def _save(self, writer: Any, df: DataFrame) -> None:
+    def _save(self, writer: DataFrameWriter, df: DataFrame) -> None:
         writer.save(self.uri)
 
     # The log is read directly: cheaper than asking the engine, and the same on every one.
@@ -289,7 +290,14 @@ class CatalogTable(DeltaTable):
 
     replace_where = False
 
-    def __init__(self, spark: Any, catalog: str, schema: str, name: str, on_create: Any = None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        catalog: str,
+        schema: str,
+        name: str,
+        on_create: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(spark, name)
         self.parts = (catalog, schema, name)
         # Called before a write that creates the table (the schema may not exist yet).
@@ -309,7 +317,7 @@ class CatalogTable(DeltaTable):
     def read(self) -> DataFrame:
         return self.spark.read.table(self.sql_name)
 
-    def _save(self, writer: Any, df: DataFrame) -> None:
+    def _save(self, writer: DataFrameWriter, df: DataFrame) -> None:
         if self._on_create is not None and not self._exists():
             self._on_create()
         writer.saveAsTable(self.sql_name)

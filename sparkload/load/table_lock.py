@@ -23,7 +23,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Protocol
 
 from sparkload.common import file_lock
 
@@ -47,7 +47,7 @@ class FileLock:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._handle: IO[Any] | None = None
+        self._handle: IO[str] | None = None
 
     def try_acquire(self) -> bool:
         self._handle = file_lock.acquire(self.path, wait=False)

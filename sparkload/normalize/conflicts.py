@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import orjson
 from pyspark.sql import types as T
 
+from sparkload.common.json_types import JSONValue
 from sparkload.common.naming import normalize_path
 from sparkload.common.tags import TAG, TAG_BIGINT, TAG_DECIMAL, TAG_DOUBLE, TAG_JSON, TAG_STRING, TAGS
 from sparkload.exceptions import NormalizeError
@@ -44,7 +44,7 @@ ELEMENT_VALUE = "value"
 Path_ = tuple[str, ...]
 
 
-def _json_type(value: Any) -> str | None:
+def _json_type(value: JSONValue) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -63,7 +63,7 @@ def _json_type(value: Any) -> str | None:
 
 
 # What stands in for a None element of a list of dicts or of a list of lists.
-_EMPTY_ELEMENT: dict[frozenset[str], Callable[[], Any]] = {
+_EMPTY_ELEMENT: dict[frozenset[str], Callable[[], JSONValue]] = {
     frozenset({"object"}): dict,
     frozenset({"array"}): list,
 }
@@ -76,7 +76,7 @@ def _family(value_type: str) -> str:
     return _FAMILY.get(value_type, value_type)
 
 
-def _double_tag(value: Any) -> Any:
+def _double_tag(value: JSONValue) -> JSONValue:
     """A number as tagged double text, read back as the same double (ints up to ±2**53 are
     exact doubles; wider ones never share a field with doubles)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -84,14 +84,14 @@ def _double_tag(value: Any) -> Any:
     return value
 
 
-def _bigint_tag(value: Any) -> Any:
+def _bigint_tag(value: JSONValue) -> JSONValue:
     """An int as tagged bigint text (a tagged one is left as it is)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return TAG_BIGINT + str(value)
     return value
 
 
-def _untagged(value: Any) -> Any:
+def _untagged(value: JSONValue) -> JSONValue:
     """A staged value as JSON text holds it in a ``__v_json`` column: tags are
     serialization's, never the user's, so each tagged value is written as dlt's JSON
     encoder writes it (ISO dates and times, decimal digits, base64 bytes, ``"NaN"``)."""
@@ -134,8 +134,8 @@ _JSON_TYPE_OF_HINT = {
 
 def preferred_types(
     schema: T.StructType | None,
-    hints: Mapping[str, Mapping[str, Any]] | None = None,
-    nested_hints: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    hints: Mapping[str, Mapping[str, object]] | None = None,
+    nested_hints: Mapping[str, Mapping[str, Mapping[str, object]]] | None = None,
 ) -> Callable[[Path_], str | None]:
     """The JSON type a field must have to land in its column: the existing destination
     column's, else the ``data_type`` hint's (for a field of a list's items, the hint of its
@@ -156,7 +156,7 @@ def preferred_types(
     return preferred
 
 
-def _hinted_types(hints: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
+def _hinted_types(hints: Mapping[str, Mapping[str, object]] | None) -> dict[str, str]:
     return {name: str(h.get("data_type")) for name, h in (hints or {}).items() if h.get("data_type")}
 
 
@@ -207,7 +207,7 @@ class _FieldTypes:
         self.pinned: set[Path_] = set()  # fields whose type the column decides
         self.keys: dict[Path_, set[str]] = {}  # the keys of the dicts at each path
 
-    def visit(self, item: Any, path: Path_ = ()) -> None:
+    def visit(self, item: JSONValue, path: Path_ = ()) -> None:
         if isinstance(item, list):
             element = path + ("[]",)
             for value in item:
@@ -302,7 +302,7 @@ def _element_kind(value_type: str) -> str:
     return value_type if value_type in ("object", "array") else "scalar"
 
 
-def _depth(value: Any) -> int:
+def _depth(value: JSONValue) -> int:
     """How many dicts and lists nest in ``value`` (0 for a scalar)."""
     if isinstance(value, dict):
         return 1 + max(map(_depth, value.values()), default=0)
@@ -318,7 +318,7 @@ class _Rewriter:
         self.max_nesting = max_nesting
         self.renames = types.case_renames()
 
-    def rewrite(self, item: Any, path: Path_ = (), level: int = 0, depth: int = 0) -> Any:
+    def rewrite(self, item: JSONValue, path: Path_ = (), level: int = 0, depth: int = 0) -> JSONValue:
         """``item`` without conflicts; ``level`` is the nesting level of its fields (as
         columns.flatten counts it), ``depth`` how deep in the staged row it is."""
         if isinstance(item, list):
@@ -326,7 +326,7 @@ class _Rewriter:
         if not isinstance(item, dict):
             return item
         renames = self.renames.get(path, {})
-        out: dict[str, Any] = {}
+        out: dict[str, JSONValue] = {}
         for key, value in item.items():
             key_path = path + (key,)
             name = renames[key] if key in renames else str(key)
@@ -365,7 +365,7 @@ class _Rewriter:
                 out[name + VARIANT_KEY_MARK + _family(value_type)] = value
         return self._joined(out, level) if depth >= MAX_STAGED_DEPTH else out
 
-    def _rewrite_list(self, item: list[Any], path: Path_, level: int, depth: int) -> list[Any]:
+    def _rewrite_list(self, item: list[JSONValue], path: Path_, level: int, depth: int) -> list[JSONValue]:
         element = path + ("[]",)
         if depth >= MAX_STAGED_LIST_DEPTH and any(isinstance(value, list) for value in item):
             column = normalize_path([part for part in path if part != "[]"] or ["value"])
@@ -402,7 +402,7 @@ class _Rewriter:
             for value in item
         ]
 
-    def _element_row(self, value: Any, element: Path_, level: int, depth: int) -> Any:
+    def _element_row(self, value: JSONValue, element: Path_, level: int, depth: int) -> JSONValue:
         """An element of a list of mixed elements as the row of its nested table dlt makes
         of it: a dict's keys, a scalar in ``value``, a list as the nested table
         ``<table>__list``; None a row without values (the reader cannot read None there)."""
@@ -412,7 +412,7 @@ class _Rewriter:
             return {"list": self.rewrite(value, element, level + 1, depth + 1)}
         return {} if value is None else self.rewrite({ELEMENT_VALUE: value}, element, level, depth)
 
-    def _refuse_too_deep(self, value: Any, key_path: Path_, depth: int) -> None:
+    def _refuse_too_deep(self, value: JSONValue, key_path: Path_, depth: int) -> None:
         """Refuse a dict or list kept whole as JSON (beyond max_table_nesting) that nests
         deeper than the engine can describe."""
         if isinstance(value, (dict, list)) and depth + _depth(value) > MAX_JSON_DEPTH:
@@ -427,10 +427,10 @@ class _Rewriter:
                 column=column,
             )
 
-    def _joined(self, out: dict[str, Any], level: int) -> dict[str, Any]:
+    def _joined(self, out: dict[str, JSONValue], level: int) -> dict[str, JSONValue]:
         """``out`` with the dicts in it (already joined themselves) joined into its keys:
         ``{"a": {"b": 1}}`` → ``{"a\\x00p_b": 1}``, which normalize names ``a__b``."""
-        joined: dict[str, Any] = {}
+        joined: dict[str, JSONValue] = {}
         for key, value in out.items():
             # A dict beyond max_table_nesting stays whole (a JSON column).
             levels = level + key.count(PATH_KEY_MARK)
@@ -446,7 +446,7 @@ class _Rewriter:
         return joined
 
 
-def _lines(files: list[Path]) -> Iterator[Any]:
+def _lines(files: list[Path]) -> Iterator[JSONValue]:
     for source in files:
         with open(source, "rb") as lines:
             for line in lines:

@@ -25,7 +25,6 @@ import dataclasses
 import logging
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -137,7 +136,7 @@ def apply_contract_to_hints(
     table: str,
     hints: LoadHints,
     schema: T.StructType | None,
-    recorded: Mapping[str, Mapping[str, Any]],
+    recorded: Mapping[str, Mapping[str, object]],
 ) -> LoadHints:
     """The hints a load of ``table`` normalizes with under its contract's ``data_type`` mode,
     decided before normalizing, as dlt does: a column hint that changes a type property of a
@@ -179,10 +178,10 @@ def apply_contract_to_hints(
     return dataclasses.replace(hints, columns=columns)
 
 
-def _type_properties(dtype: T.DataType) -> dict[str, Any]:
+def _type_properties(dtype: T.DataType) -> dict[str, object]:
     """The type properties a Delta column's type shows (nullable: every column sparkload
     makes is nullable in Delta; a NOT NULL hint is recorded, not stored)."""
-    properties: dict[str, Any] = {"nullable": True}
+    properties: dict[str, object] = {"nullable": True}
     try:
         properties["data_type"] = data_type_of_spark(dtype)
     except ValueError:

@@ -24,7 +24,6 @@ import functools
 import logging
 import operator
 from collections.abc import Sequence
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -199,7 +198,7 @@ def _warn(
     family: list[NormalizedTable], resource: str, checked: list[_Checked], counts: list[int]
 ) -> list[NormalizedTable]:
     root = family[0]
-    warned: dict[str, Any] = dict(root.warned)
+    warned: dict[str, int] = dict(root.warned)
     for item, count in zip(checked, counts, strict=True):
         if item.action != "warn" or not count:
             continue

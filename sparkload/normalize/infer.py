@@ -18,6 +18,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.json_types import JSONValue
 from sparkload.common.naming import variant_column_name
 from sparkload.common.sql import quote
 from sparkload.common.tags import TAG_DECIMAL
@@ -66,7 +67,7 @@ class ColumnSpec:
     coerced: list[str] = dataclasses.field(default_factory=list)
     # Further sources of the column, coalesced after this one: the staged variant columns
     # of the same key whose values convert into it (ColumnSpec dicts).
-    parts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    parts: list[dict[str, JSONValue]] = dataclasses.field(default_factory=list)
     # A ``json`` column: the nested source's Spark type (JSON), written as JSON text.
     json_source: str | None = None
     # The staged column already holds every value as the column takes it (its type, no
@@ -74,7 +75,7 @@ class ColumnSpec:
     # per such column, and the engine's analysis of a query grows with its expressions.
     plain: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         return dataclasses.asdict(self)
 
     @classmethod
@@ -356,7 +357,7 @@ def infer_columns(
     staged: StagedTable,
     table: str,
     leaves: Mapping[str, T.DataType],
-    hints: Mapping[str, Mapping[str, Any]],
+    hints: Mapping[str, Mapping[str, object]],
     destination: T.StructType | None,
     required: tuple[str, ...] = (),
     distinct: tuple[str, ...] = (),
@@ -424,7 +425,7 @@ def _distinct_keys(
 
 def _bounded(
     leaves: Mapping[str, T.DataType],
-    hints: Mapping[str, Mapping[str, Any]],
+    hints: Mapping[str, Mapping[str, object]],
     existing: Mapping[str, T.DataType],
 ) -> set[str]:
     """The staged columns whose ints may go into a decimal column (their own, or the column
@@ -492,9 +493,9 @@ def _base_of(name: str, columns: Mapping[str, _Column]) -> str | None:
 
 def _columns(
     observed: Mapping[str, _Leaf],
-    hints: Mapping[str, Mapping[str, Any]],
+    hints: Mapping[str, Mapping[str, object]],
     existing: Mapping[str, T.DataType],
-    fit_tests: Mapping[str, Any],
+    fit_tests: Mapping[str, Callable[[Column], Column]],
 ) -> dict[str, _Column]:
     """The destination columns of the staged columns and hints, each with its type; a
     staged variant column of a column is one of its sources, not a column of its own."""
@@ -543,7 +544,7 @@ def _count_conversions(
     staged: StagedTable,
     columns: Mapping[str, _Column],
     observed: Mapping[str, _Leaf],
-    fit_tests: Mapping[str, Any],
+    fit_tests: Mapping[str, Callable[[Column], Column]],
 ) -> dict[tuple[str, str], int]:
     """How many values of each (staged column, kind) convert into their column, counted
     by Spark in one pass; no pass when no value needs a test."""
@@ -570,7 +571,7 @@ def _count_conversions(
 def _column_specs(
     table: str,
     column: _Column,
-    hints: Mapping[str, Any],
+    hints: Mapping[str, object],
     existing: Mapping[str, T.DataType],
     converted: Mapping[tuple[str, str], int],
 ) -> tuple[list[ColumnSpec], int]:
@@ -661,7 +662,9 @@ def _reads_as_is(kinds: list[str], leaf: _Leaf, target: T.DataType) -> bool:
     return len(kinds) == 1 and not leaf.string_source and atomic and leaf.dtype == target
 
 
-def _parts(column: _Column, converted: Mapping[tuple[str, str], int]) -> tuple[list[dict[str, Any]], int]:
+def _parts(
+    column: _Column, converted: Mapping[tuple[str, str], int]
+) -> tuple[list[dict[str, JSONValue]], int]:
     """The column's values from its staged variant columns: those that convert (ColumnSpec
     dicts coalesced into the column) and how many there are."""
     parts = []
@@ -750,7 +753,7 @@ def _variant_spec(
     return ColumnSpec(variant, leaf.name, vtarget.json(), [kind], leaf.string_source, False)
 
 
-def _not_null_columns(hints: Mapping[str, Mapping[str, Any]], required: tuple[str, ...]) -> set[str]:
+def _not_null_columns(hints: Mapping[str, Mapping[str, object]], required: tuple[str, ...]) -> set[str]:
     """Columns every row must fill: the key columns, and those hinted ``nullable=False``."""
     return set(required) | {name for name, h in hints.items() if h.get("nullable") is False}
 
@@ -769,7 +772,7 @@ def _refuse_nulls(table: str, column: str, missing: int, rows: int, key: bool) -
 
 def _fit_tests(
     leaves: Mapping[str, T.DataType],
-    hints: Mapping[str, Mapping[str, Any]],
+    hints: Mapping[str, Mapping[str, object]],
     existing: Mapping[str, T.DataType],
 ) -> dict[str, Callable[[Column], Column]]:
     """Per-value tests for the non-string columns whose type (the destination's, else the
@@ -788,7 +791,7 @@ def _fit_tests(
 
 
 def _target_type(
-    name: str, kinds: Mapping[str, int], hints: Mapping[str, Any], existing: T.DataType | None
+    name: str, kinds: Mapping[str, int], hints: Mapping[str, object], existing: T.DataType | None
 ) -> str | None:
     if existing is not None:
         if hints.get("data_type") == "json" and isinstance(existing, T.StringType):

@@ -15,10 +15,15 @@ import concurrent.futures
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 import orjson
 from pyspark.sql import types as T
+
+from sparkload.common.json_types import JSONValue
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 # Sail infers JSON schemas from a sample unless told otherwise, and then reads a later 2.5
 # in an integer column as 2. Inferring over every record makes that impossible.
@@ -56,7 +61,7 @@ def needs_rewrite(exc: Exception) -> bool:
     return is_json_type_conflict(exc) or is_schema_too_deep(exc) or is_case_ambiguity(exc)
 
 
-def infer_json_schema(spark: Any, path: str, engine_path: str | None = None) -> T.StructType:
+def infer_json_schema(spark: SparkSession, path: str, engine_path: str | None = None) -> T.StructType:
     """The file's schema, its fields in the order of the file's first record: JVM Spark
     sorts inferred fields by name, Sail keeps them as seen, and a table's columns (and the
     order of its nested tables) must not depend on the engine. The engine reads the file at
@@ -68,7 +73,7 @@ def infer_json_schema(spark: Any, path: str, engine_path: str | None = None) -> 
     return cast(T.StructType, ordered)
 
 
-def ordered_like(data_type: T.DataType, sample: Any) -> T.DataType:
+def ordered_like(data_type: T.DataType, sample: JSONValue) -> T.DataType:
     """``data_type`` with struct fields in ``sample``'s key order (a decoded JSON value);
     fields the sample lacks follow in their inferred order."""
     if isinstance(data_type, T.StructType) and isinstance(sample, dict):
@@ -119,7 +124,7 @@ def merge_structs(left: T.StructType, right: T.StructType) -> T.StructType:
 class SchemaInference:
     """Infers the schema of each staged file as soon as it is closed."""
 
-    def __init__(self, spark: Any, engine_path: Callable[[Path], str] = str) -> None:
+    def __init__(self, spark: SparkSession, engine_path: Callable[[Path], str] = str) -> None:
         self._spark = spark
         # Where the engine reads a closed file (EngineFiles.engine_path).
         self._engine_path = engine_path

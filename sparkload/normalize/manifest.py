@@ -29,12 +29,12 @@ class NormalizeManifest:
     hints: dict[str, LoadHints]
     state: str
     base_version: int
-    refresh: dict[str, Any] | None
+    refresh: dict[str, object] | None
     # The Parquet files written, by the folder of each table's rows, with their sizes: what
     # the load checks before its first commit.
     files: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "load_id": self.load_id,
             "execution_time": self.execution_time,

@@ -79,7 +79,7 @@ class NormalizedTable:
         """The folder of the package's normalized data that holds this table's rows."""
         return self.folder or self.name
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         # The columns are left out of asdict, which would copy each spec field by field
         # only for to_dict to replace them (seconds for a table of 10,000 columns).
         data = dataclasses.asdict(dataclasses.replace(self, columns=[]))
@@ -365,7 +365,7 @@ class TableNormalizer:
             logger.warning("table '%s': column name collision resolved: %s", name, note)
         return NormalizedTable(name, parent, root, rows, specs, system, collisions, distinct_keys)
 
-    def _nested_column_hints(self, name: str, root: str) -> Mapping[str, Mapping[str, Any]]:
+    def _nested_column_hints(self, name: str, root: str) -> Mapping[str, Mapping[str, object]]:
         """The column hints of the nested table ``name`` (dlt's nested_hints), which are
         keyed by the table's path under its root table."""
         start = root + PATH_SEPARATOR
@@ -389,7 +389,7 @@ def refuse_long_table_name(name: str, root: str) -> None:
     )
 
 
-def _json_columns(hints: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
+def _json_columns(hints: Mapping[str, Mapping[str, object]]) -> frozenset[str]:
     """The columns hinted ``json``: kept whole, not flattened into columns or nested tables."""
     return frozenset(name for name, h in hints.items() if h.get("data_type") == "json")
 
