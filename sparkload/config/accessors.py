@@ -38,7 +38,7 @@ class _Accessor:
             raise missing_error([lookup], providers)
         return value
 
-    def get(self, key: str, default: Any = None, *, expected_type: Any = None) -> Any:
+    def get(self, key: str, default: object = None, *, expected_type: object = None) -> Any:
         """The value under ``key``, or ``default``; coerced when ``expected_type`` is given."""
         value = resolve(self._lookup(key, expected_type))
         return default if value is MISSING else value
@@ -46,7 +46,7 @@ class _Accessor:
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and resolve(self._lookup(key, None)) is not MISSING
 
-    def _lookup(self, key: str, expected_type: Any) -> Lookup:
+    def _lookup(self, key: str, expected_type: object) -> Lookup:
         path = tuple(key.split("."))  # an exact key: no section fallback, as in dlt
         if expected_type is None:
             return Lookup(key, [path], self._secret)
@@ -69,6 +69,6 @@ def is_sentinel(value: object) -> bool:
     return value is config.value or value is secrets.value
 
 
-def get_config_value(key: str, default: Any = None, *, expected_type: Any = None) -> Any:
+def get_config_value(key: str, default: object = None, *, expected_type: object = None) -> Any:
     """A plain library setting such as ``engine.remote`` (env ``ENGINE__REMOTE``)."""
     return config.get(key, default, expected_type=expected_type)

@@ -9,7 +9,7 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
-from typing import Any
+from typing import Any, NoReturn, TypeGuard, TypeVar
 
 import tomlkit
 from tomlkit.exceptions import ParseError
@@ -20,12 +20,14 @@ from sparkload.exceptions import ConfigValueError
 _TRUE = frozenset({"true", "1"})
 _FALSE = frozenset({"false", "0"})
 
+_T = TypeVar("_T")
+
 
 class _CoercionFailed(Exception):
     """Internal: value does not fit the type; the public error is built by coerce()."""
 
 
-def coerce(value: Any, annotation: Any, *, key: str, secret: bool) -> Any:
+def coerce(value: object, annotation: object, *, key: str, secret: bool) -> object:
     """Return ``value`` converted to ``annotation``; unknown annotations pass it through.
 
     Raises ConfigValueError naming ``key`` and the type; the value is quoted only when the
@@ -45,7 +47,7 @@ def coerce(value: Any, annotation: Any, *, key: str, secret: bool) -> Any:
     )
 
 
-def accepts_none(annotation: Any) -> bool:
+def accepts_none(annotation: object) -> bool:
     """Whether ``annotation`` admits None (``Optional[X]``, ``X | None``, ``None``): dlt
     passes None to such a parameter when no provider has a value for it."""
     if annotation is None or annotation is type(None):
@@ -55,7 +57,7 @@ def accepts_none(annotation: Any) -> bool:
     return False
 
 
-def _convert(value: Any, target: Any) -> Any:
+def _convert(value: object, target: object) -> object:
     if target in (inspect.Parameter.empty, Any) or isinstance(target, (str, typing.TypeVar)):
         return value  # no annotation, Any, or one that could not be evaluated: keep as found
     origin = typing.get_origin(target)
@@ -89,7 +91,7 @@ def _convert(value: Any, target: Any) -> Any:
     return value
 
 
-def _convert_union(value: Any, members: tuple[Any, ...]) -> Any:
+def _convert_union(value: object, members: tuple[object, ...]) -> object:
     members = tuple(m for m in members if m is not type(None))
     if any(isinstance(m, type) and _fits(value, m) for m in members):
         return value
@@ -101,7 +103,7 @@ def _convert_union(value: Any, members: tuple[Any, ...]) -> Any:
     return _fail()
 
 
-def _convert_literal(value: Any, allowed: tuple[Any, ...]) -> Any:
+def _convert_literal(value: object, allowed: tuple[object, ...]) -> object:
     for option in allowed:
         try:
             # converting to the option's type lets the env string "2" match Literal[1, 2]
@@ -112,12 +114,12 @@ def _convert_literal(value: Any, allowed: tuple[Any, ...]) -> Any:
     return _fail()
 
 
-def _fits(value: Any, cls: type) -> bool:
+def _fits(value: object, cls: type[_T]) -> TypeGuard[_T]:
     # bool is an int subclass, but TOML `true` for an int parameter is a mistake
     return isinstance(value, cls) and not (isinstance(value, bool) and cls is not bool)
 
 
-def _to_str(value: Any) -> str:
+def _to_str(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -125,7 +127,7 @@ def _to_str(value: Any) -> str:
     return _fail()
 
 
-def _to_bool(value: Any) -> bool:
+def _to_bool(value: object) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -137,25 +139,25 @@ def _to_bool(value: Any) -> bool:
     return _fail()
 
 
-def _to_int(value: Any) -> int:
+def _to_int(value: object) -> int:
     if isinstance(value, str):
         return int(value.strip())
     return value if _fits(value, int) else _fail()
 
 
-def _to_float(value: Any) -> float:
+def _to_float(value: object) -> float:
     if isinstance(value, str):
         return float(value.strip())
     return float(value) if _fits(value, int) or _fits(value, float) else _fail()
 
 
-def _structured(value: Any, cls: type) -> Any:
+def _structured(value: object, cls: type[_T]) -> _T:
     if isinstance(value, str):
         value = _parse_structured(value)
     return value if isinstance(value, cls) else _fail()
 
 
-def _parse_structured(text: str) -> Any:
+def _parse_structured(text: str) -> object:
     """Parse JSON, else a TOML inline value (``{a = 1}``, ``["x", 'y']``)."""
     try:
         return json.loads(text)
@@ -167,11 +169,11 @@ def _parse_structured(text: str) -> Any:
         return _fail()
 
 
-def _fail() -> Any:
+def _fail() -> NoReturn:
     raise _CoercionFailed
 
 
-def _type_name(annotation: Any) -> str:
+def _type_name(annotation: object) -> str:
     if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).replace("typing.", "")

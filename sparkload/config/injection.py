@@ -7,7 +7,6 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from sparkload.config.accessors import is_sentinel, secrets
 from sparkload.config.coercion import accepts_none
@@ -23,20 +22,22 @@ class ConfigBoundArguments(inspect.BoundArguments):
 
     __slots__ = ("secret_names",)
 
-    def __init__(self, signature: inspect.Signature, arguments: Any, secret_names: frozenset[str]) -> None:
+    def __init__(
+        self, signature: inspect.Signature, arguments: dict[str, object], secret_names: frozenset[str]
+    ) -> None:
         super().__init__(signature, arguments)
         self.secret_names = secret_names
 
 
 def bind_config(
-    func: Callable[..., Any],
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
+    func: Callable[..., object],
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
     *,
     sections: tuple[str, ...],
     pipeline_name: str | None = None,
     other_sections: Sequence[tuple[str, ...]] = (),
-    configured_defaults: dict[str, Any] | None = None,
+    configured_defaults: dict[str, object] | None = None,
 ) -> ConfigBoundArguments:
     """Bind ``args``/``kwargs`` to ``func``, apply defaults, and resolve every parameter whose
     value is a sentinel, trying ``sections`` (then ``other_sections``) from most to least
@@ -108,14 +109,14 @@ def bind_config(
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
 
-def _fresh_copy(configured: Any) -> Any:
+def _fresh_copy(configured: object) -> object:
     """A configured value as a copy the function may change; MISSING (nothing configured, so
     the parameter keeps its default) as itself: a copy of the sentinel is a new object that
     no ``is MISSING`` test recognises, and it would replace the default."""
     return configured if configured is MISSING else copy.deepcopy(configured)
 
 
-def _annotation(param: inspect.Parameter) -> Any:
+def _annotation(param: inspect.Parameter) -> object:
     """The type a configured value is coerced to: the annotation, else the default's type
     (``limit=10`` takes ``"3"`` from an environment variable as 3, as in dlt)."""
     if param.annotation is not inspect.Parameter.empty:
@@ -126,7 +127,7 @@ def _annotation(param: inspect.Parameter) -> Any:
     return type(default)
 
 
-def _resolve_fields(lookup: Lookup, providers: list[ConfigProvider]) -> Any:
+def _resolve_fields(lookup: Lookup, providers: list[ConfigProvider]) -> object:
     """A value given field by field (``SOURCES__ID_AFTER__CURSOR_PATH``) for a parameter whose
     type lists its ``config_fields``, as a dict of the fields found; MISSING if none is."""
     cls = _configurable_class(lookup.annotation)
@@ -145,7 +146,7 @@ def _resolve_fields(lookup: Lookup, providers: list[ConfigProvider]) -> Any:
     return found or MISSING
 
 
-def _configurable_class(annotation: Any) -> Any:
+def _configurable_class(annotation: object) -> object:
     """The class an annotation names, ``Optional[X]`` and ``X | None`` unwrapped."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
@@ -154,7 +155,7 @@ def _configurable_class(annotation: Any) -> Any:
     return typing.get_origin(annotation) or annotation
 
 
-def _signature(func: Callable[..., Any]) -> inspect.Signature:
+def _signature(func: Callable[..., object]) -> inspect.Signature:
     try:
         # evaluate string annotations (from __future__ import annotations) to coerce by them
         return inspect.signature(func, eval_str=True)
@@ -163,7 +164,7 @@ def _signature(func: Callable[..., Any]) -> inspect.Signature:
         return inspect.signature(func)
 
 
-def _is_secret_annotation(annotation: Any) -> bool:
+def _is_secret_annotation(annotation: object) -> bool:
     if annotation is TSecretValue:
         return True
     if isinstance(annotation, str):  # unevaluated, e.g. "TSecretValue | None"

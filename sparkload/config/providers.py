@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Final, Protocol
 
 import tomlkit
 from tomlkit.exceptions import ParseError, TOMLKitError
@@ -25,7 +25,7 @@ DLT_DIR_NAME = ".dlt"  # dlt's settings folder, read too (after sparkload's)
 
 # Returned when a key is absent. A sentinel, not None, so "not set" never collides with a
 # caller's default (often None) or with any value a provider can hold.
-MISSING: Any = object()
+MISSING: Final = object()
 
 
 class ConfigProvider(Protocol):
@@ -36,7 +36,7 @@ class ConfigProvider(Protocol):
     marks_secret: bool  # True: every value found here is treated as secret
     locations: tuple[str, ...]  # files read, for "where to set it" messages
 
-    def get(self, path: tuple[str, ...]) -> Any: ...  # the value, or MISSING
+    def get(self, path: tuple[str, ...]) -> object: ...  # the value, or MISSING
 
     def key_name(self, path: tuple[str, ...]) -> str: ...  # the name a user would set
 
@@ -67,7 +67,7 @@ class EnvironProvider:
     marks_secret = False
     locations: tuple[str, ...] = ()
 
-    def get(self, path: tuple[str, ...]) -> Any:
+    def get(self, path: tuple[str, ...]) -> object:
         return os.environ.get(self.key_name(path), MISSING)
 
     @staticmethod
@@ -90,12 +90,12 @@ class TomlProvider:
         # dirs are given most important first; merge least important first
         unique = list(dict.fromkeys(dirs))
         self.locations = tuple(str(d / file_name) for d in unique)
-        self._doc: dict[str, Any] = {}
+        self._doc: dict[str, object] = {}
         for directory in reversed(unique):
             _deep_merge(self._doc, _read_toml(directory / file_name))
 
-    def get(self, path: tuple[str, ...]) -> Any:
-        node: Any = self._doc
+    def get(self, path: tuple[str, ...]) -> object:
+        node: object = self._doc
         for part in path:
             if not isinstance(node, dict) or part not in node:
                 return MISSING
@@ -138,7 +138,7 @@ def load_providers() -> list[ConfigProvider]:
     ]
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> dict[str, object]:
     try:
         text = path.read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError):
@@ -159,9 +159,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
     raise ConfigValueError(f"cannot parse {path}: {problem}", key=str(path))
 
 
-def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> None:
+def _deep_merge(base: dict[str, object], override: dict[str, object]) -> None:
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _deep_merge(base[key], value)
+        existing = base.get(key)
+        if isinstance(value, dict) and isinstance(existing, dict):
+            _deep_merge(existing, value)
         else:
             base[key] = value

@@ -12,7 +12,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sparkload.config.coercion import coerce
 from sparkload.config.providers import MISSING, ConfigProvider, load_providers
@@ -23,7 +22,7 @@ from sparkload.exceptions import ConfigFieldMissingError, ConfigValueError
 SECRETS_NOTE = "Secrets are read only from environment variables and secrets.toml."
 
 
-def module_section(func: Any) -> str | None:
+def module_section(func: object) -> str | None:
     """dlt's config section for what ``func`` defines: its module's ``__source_name__``, else
     the last part of the module's name (``sources.<module>.…``), or a script's file name
     without ``.py``; None in a notebook."""
@@ -75,10 +74,10 @@ class Lookup:
     label: str  # how messages refer to it: a parameter name or a dotted key
     paths: list[tuple[str, ...]]
     secret: bool = False
-    annotation: Any = inspect.Parameter.empty
+    annotation: object = inspect.Parameter.empty
 
 
-def resolve(lookup: Lookup, providers: Sequence[ConfigProvider] | None = None) -> Any:
+def resolve(lookup: Lookup, providers: Sequence[ConfigProvider] | None = None) -> object:
     """The coerced (and, for secrets, wrapped) value, or MISSING if no provider has it."""
     for provider in load_providers() if providers is None else providers:
         for path in lookup.paths:

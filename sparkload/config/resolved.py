@@ -13,14 +13,17 @@ import dataclasses
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TypeVar, overload
 
+from sparkload.common.json_types import JSONScalar
 from sparkload.config.secret import REDACTED
 
 # A secret shorter than this is not replaced: it cannot be told from the trace's own text.
 # The record is the process's, so a "2" resolved as some pipeline's secret would turn every
 # page number, line number and load id with a 2 in it into *** in every trace after it.
 _SHORTEST_REDACTED = 4
+
+_V = TypeVar("_V")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,9 +34,9 @@ class ResolvedName:
     provider: str  # "environment variables", "secrets.toml", "config.toml"
     name: str  # as that provider names it: "SOURCES__SHOP__API_KEY"
     secret: bool
-    value: Any = None
+    value: JSONScalar = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = dataclasses.asdict(self)
         if self.secret:
             del data["value"]
@@ -46,7 +49,7 @@ _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None  # built from _secrets on first use after a change
 
 
-def record_resolved(path: tuple[str, ...], provider: str, name: str, *, secret: bool, value: Any) -> None:
+def record_resolved(path: tuple[str, ...], provider: str, name: str, *, secret: bool, value: object) -> None:
     """Note that ``name`` was found in ``provider``; a secret's value is only remembered
     for redaction."""
     with _guard:
@@ -57,7 +60,7 @@ def record_resolved(path: tuple[str, ...], provider: str, name: str, *, secret: 
             _add_secret(value)
 
 
-def record_secret(value: Any) -> None:
+def record_secret(value: object) -> None:
     """Remember a secret that was not resolved from config, for redaction: one passed to a
     function directly, a credential given to or obtained by a REST auth class, a value a
     URL's credential parameter held."""
@@ -65,7 +68,7 @@ def record_secret(value: Any) -> None:
         _add_secret(value)
 
 
-def _add_secret(value: Any) -> None:
+def _add_secret(value: object) -> None:
     # Called under _guard. The pattern is rebuilt only when a text is new: a transformer's
     # secret is resolved again for every item.
     global _pattern
@@ -87,7 +90,15 @@ def redact_text(text: str) -> str:
     return text if pattern is None else pattern.sub(REDACTED, text)
 
 
-def redact_strings(value: Any) -> Any:
+@overload
+def redact_strings(value: dict[str, _V]) -> dict[str, object]: ...
+
+
+@overload
+def redact_strings(value: object) -> object: ...
+
+
+def redact_strings(value: object) -> object:
     """``value`` (JSON-like: dicts, lists, strings, numbers) with ``redact_text`` applied to
     every string in it, keys included."""
     if isinstance(value, str):
@@ -109,7 +120,7 @@ def _secret_pattern() -> re.Pattern[str] | None:
         return _pattern
 
 
-def _secret_texts(value: Any) -> Iterator[str]:
+def _secret_texts(value: object) -> Iterator[str]:
     """The texts a secret may be written as: each string or number in it, and a string's
     repr form (how a traceback quoting it escapes quotes and backslashes)."""
     if value is None or isinstance(value, bool):
@@ -129,7 +140,7 @@ def _secret_texts(value: Any) -> Iterator[str]:
                 yield escaped
 
 
-def _shown(value: Any) -> Any:
+def _shown(value: object) -> JSONScalar:
     """A non-secret value as a trace shows it: JSON scalars as they are, anything else as
     its text (a trace is JSON)."""
     if value is None or isinstance(value, (bool, int, float, str)):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
 
 REDACTED = "***"
 
@@ -22,7 +21,7 @@ class TSecretValue(str):
         return REDACTED
 
 
-def wrap_secret(value: Any) -> Any:
+def wrap_secret(value: object) -> object:
     """Mark every string in ``value`` as secret; dicts and lists keep their plain types.
 
     Nested strings are wrapped too, so a credentials dict from secrets.toml prints as
@@ -31,12 +30,12 @@ def wrap_secret(value: Any) -> Any:
     return _each_string(value, lambda text: text if isinstance(text, TSecretValue) else TSecretValue(text))
 
 
-def unwrap_secret(value: Any) -> Any:
+def unwrap_secret(value: object) -> object:
     """``value`` with every secret string a plain ``str`` again (``wrap_secret`` undone)."""
     return _each_string(value, str.__str__)
 
 
-def _each_string(value: Any, change: Callable[[str], str]) -> Any:
+def _each_string(value: object, change: Callable[[str], str]) -> object:
     """``value`` with ``change`` applied to each string in it, at any depth of dicts, lists
     and tuples of exact types (rebuilding a caller's dict subclass or namedtuple could
     break it)."""
@@ -51,7 +50,7 @@ def _each_string(value: Any, change: Callable[[str], str]) -> Any:
     return value
 
 
-def redact(values: Mapping[str, Any] | inspect.BoundArguments) -> dict[str, Any]:
+def redact(values: Mapping[str, object] | inspect.BoundArguments) -> dict[str, object]:
     """Return a copy of ``values`` with secrets replaced by ``'***'``, for logging.
 
     Secrets are recognised as TSecretValue strings at any depth of dicts, lists and tuples.
@@ -65,7 +64,7 @@ def redact(values: Mapping[str, Any] | inspect.BoundArguments) -> dict[str, Any]
     }
 
 
-def _redact_value(value: Any) -> Any:
+def _redact_value(value: object) -> object:
     if isinstance(value, TSecretValue):
         return REDACTED
     if isinstance(value, dict):

@@ -29,14 +29,14 @@ class ConnectionStringCredentials(Mapping[str, Any]):
     A parameter annotated with this class gets one made from the config value found.
     """
 
-    def __init__(self, connection_string: str | Mapping[str, Any] | None = None) -> None:
+    def __init__(self, connection_string: str | Mapping[str, object] | None = None) -> None:
         self.drivername: str | None = None
         self.username: str | None = None
         self.password: str | None = None
         self.host: str | None = None
         self.port: int | None = None
         self.database: str | None = None
-        self.query: dict[str, Any] | None = None
+        self.query: dict[str, object] | None = None
         if isinstance(connection_string, str):
             self._parse(connection_string)
         elif isinstance(connection_string, Mapping):
@@ -117,7 +117,7 @@ class ConnectionStringCredentials(Mapping[str, Any]):
             url += "?" + urlencode(self.query)
         return url
 
-    def _set(self) -> dict[str, Any]:
+    def _set(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in _FIELDS if getattr(self, name) is not None}
 
     def __getitem__(self, key: str) -> Any:

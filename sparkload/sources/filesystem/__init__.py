@@ -33,7 +33,7 @@ __all__ = ["FileItem", "FileItemDict", "filesystem", "read_csv", "read_jsonl", "
 
 def filesystem(
     bucket_url: str,
-    credentials: Any = None,
+    credentials: object = None,
     file_glob: str = "*",
     files_per_page: int = 100,
     extract_content: bool = False,
@@ -77,7 +77,7 @@ def filesystem(
 @source(name="filesystem")
 def readers(
     bucket_url: str,
-    credentials: Any = None,
+    credentials: object = None,
     file_glob: str = "*",
     incremental: Incremental[Any] | None = None,
 ) -> tuple[Resource, ...]:

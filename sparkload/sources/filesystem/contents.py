@@ -12,7 +12,7 @@ import codecs
 import os
 import posixpath
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import pyarrow as pa
 
@@ -126,7 +126,7 @@ class _opened:
                 return
             yield bytes(chunk)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stream.close()
 
 

@@ -99,7 +99,7 @@ def in_row_order(files: Iterable[FileItem], incremental: Incremental[Any]) -> li
 class _Found(NamedTuple):
     relative: str  # the path under the bucket root, "/"-separated
     size: int | None
-    mtime: Any
+    mtime: datetime.datetime | None
 
 
 def _local_files(root: str, recursive: bool) -> Iterator[_Found]:
@@ -162,7 +162,7 @@ def _file_item(fs: pafs.FileSystem, path: str, found: _Found, url: str, extract_
     return item
 
 
-def _utc(mtime: Any) -> datetime.datetime:
+def _utc(mtime: datetime.datetime | None) -> datetime.datetime:
     """A listing's modification time as an aware UTC datetime (local filesystems give it
     naive, in UTC)."""
     if mtime is None:

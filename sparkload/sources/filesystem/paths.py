@@ -12,16 +12,19 @@ its characters are the file's own. Engines do not take such a name as it is:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from sparkload.engine.capabilities import reader_paths_are_globs
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 # Hadoop's glob metacharacters (what Spark's ``isGlobPath`` looks for), the backslash first.
 _HADOOP_GLOB = re.compile(r"([\\{}\[\]*?])")
 
 
-def engine_paths(spark: Any, file_urls: list[str]) -> list[str]:
+def engine_paths(spark: SparkSession, file_urls: list[str]) -> list[str]:
     """``file_urls`` as ``spark``'s file readers must be given them to read those files and
     no others."""
     globs = reader_paths_are_globs(spark)

@@ -19,9 +19,8 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -41,7 +40,7 @@ _PARQUET_DEFAULTS = {"mergeSchema": "true"}
 _ENCODING_OPTIONS = ("encoding", "charset")
 
 
-def _spark() -> Any:
+def _spark() -> SparkSession:
     """The running pipeline's SparkSession: files are read by the engine that loads them."""
     return context.active_pipeline().spark
 
@@ -54,7 +53,7 @@ def _urls(items: Iterable[FileItem] | FileItem) -> list[str]:
     return [str(item["file_url"]) for item in page]
 
 
-def _options(options: Mapping[str, Any]) -> dict[str, str]:
+def _options(options: Mapping[str, object]) -> dict[str, str]:
     """Spark's reader options as strings (``True`` is ``"true"``, as Spark spells it)."""
     return {
         key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in options.items()
@@ -62,8 +61,11 @@ def _options(options: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _read_page(
-    kind: str, items: Any, options: Mapping[str, Any], file_name_column: str | None
-) -> Iterator[Any]:
+    kind: str,
+    items: Iterable[FileItem] | FileItem,
+    options: Mapping[str, object],
+    file_name_column: str | None,
+) -> Iterator[DataFrame]:
     """The one DataFrame over a page of files (nothing for an empty page). Files in an
     encoding the engines do not read are read from UTF-8 copies (see ``_copies_folder``)."""
     urls = _urls(items)
@@ -214,19 +216,25 @@ def _as_target(name: str, dtype: T.DataType | None, target: T.DataType | None) -
 
 
 @transformer(name="read_csv")
-def read_csv(items: Any, file_name_column: str | None = None, **options: Any) -> Iterator[Any]:
+def read_csv(
+    items: Iterable[FileItem] | FileItem, file_name_column: str | None = None, **options: object
+) -> Iterator[DataFrame]:
     """The rows of a page of CSV files (a header row and typed columns unless the options
     say otherwise: ``header=False``, ``inferSchema=False``, ``sep=";"``, ``encoding="utf-16"``, …)."""
     yield from _read_page("csv", items, {**_CSV_DEFAULTS, **options}, file_name_column)
 
 
 @transformer(name="read_jsonl")
-def read_jsonl(items: Any, file_name_column: str | None = None, **options: Any) -> Iterator[Any]:
+def read_jsonl(
+    items: Iterable[FileItem] | FileItem, file_name_column: str | None = None, **options: object
+) -> Iterator[DataFrame]:
     """The rows of a page of JSON Lines files (one JSON object a line)."""
     yield from _read_page("json", items, options, file_name_column)
 
 
 @transformer(name="read_parquet")
-def read_parquet(items: Any, file_name_column: str | None = None, **options: Any) -> Iterator[Any]:
+def read_parquet(
+    items: Iterable[FileItem] | FileItem, file_name_column: str | None = None, **options: object
+) -> Iterator[DataFrame]:
     """The rows of a page of Parquet files (their columns merged by name)."""
     yield from _read_page("parquet", items, {**_PARQUET_DEFAULTS, **options}, file_name_column)

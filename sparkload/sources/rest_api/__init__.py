@@ -21,7 +21,6 @@ have is refused with a ``ConfigValueError`` naming it. See docs/rest_api.md.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from sparkload.common import context
 from sparkload.extract.resource import Resource
@@ -50,7 +49,7 @@ def rest_api_source(
     max_table_nesting: int | None = None,
     root_key: bool | None = None,
     parallelized: bool = False,
-    **_ignored: Any,
+    **_ignored: object,
 ) -> Source:
     """A source of the config's resources, named ``name`` (dlt's default ``rest_api``);
     with ``parallelized`` every resource is fetched side by side with the others."""

@@ -74,7 +74,7 @@ PROCESSING_STEP_KEYS = frozenset({"filter", "map", "yield_map"})
 RESPONSE_ACTION_KEYS = frozenset({"status_code", "content", "action"})
 
 
-def refuse_unknown(given: Mapping[str, Any], known: frozenset[str], where: str) -> None:
+def refuse_unknown(given: Mapping[str, object], known: frozenset[str], where: str) -> None:
     for key in given:
         if key not in known:
             raise ConfigValueError(
@@ -84,7 +84,7 @@ def refuse_unknown(given: Mapping[str, Any], known: frozenset[str], where: str) 
             )
 
 
-def check_config(config: Mapping[str, Any]) -> None:
+def check_config(config: Mapping[str, object]) -> None:
     """The whole config, before anything is built from it."""
     if not isinstance(config, Mapping):
         raise ConfigValueError("rest_api config must be a dict", key="")
@@ -173,7 +173,7 @@ def check_endpoint(endpoint: Mapping[str, Any], where: str) -> None:
             _check_action(action.get("action"), f"{action_where}.action")
 
 
-def _check_action(then: Any, where: str) -> None:
+def _check_action(then: object, where: str) -> None:
     """A response action's ``action``: "ignore", a function, or a list of functions (dlt's
     choices); any other would be called on a response, or do nothing, only when one matches."""
     if then == "ignore" or callable(then):
@@ -186,7 +186,7 @@ def _check_action(then: Any, where: str) -> None:
     )
 
 
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+def _mapping(value: object, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigValueError(
             f"rest_api config: '{where}' must be a dict, not a {type(value).__name__}", key=where
@@ -194,13 +194,13 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _callable(value: Any, where: str) -> Callable[..., Any]:
+def _callable(value: object, where: str) -> Callable[..., object]:
     if not callable(value):
         raise ConfigValueError(f"rest_api config: '{where}' must be a function", key=where)
     return value
 
 
-def _is_resource(value: Any) -> bool:
+def _is_resource(value: object) -> bool:
     return isinstance(value, Resource)
 
 

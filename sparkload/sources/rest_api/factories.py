@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from requests import Response
 from requests.auth import AuthBase
@@ -17,6 +17,7 @@ from sparkload.sources.helpers.rest_client.auth import (
     HttpBasicAuth,
     OAuth2ClientCredentials,
 )
+from sparkload.sources.helpers.rest_client.client import Hooks
 from sparkload.sources.helpers.rest_client.paginators import (
     BasePaginator,
     HeaderCursorPaginator,
@@ -27,6 +28,11 @@ from sparkload.sources.helpers.rest_client.paginators import (
     PageNumberPaginator,
     SinglePagePaginator,
 )
+
+_T = TypeVar("_T")
+# A response action: a function of the response, or dlt's dict of when (``status_code``,
+# ``content``) and what (``action``), its values as the config gives them.
+ResponseAction = Callable[[Response], object] | Mapping[str, Any]
 
 PAGINATORS: dict[str, type[BasePaginator] | None] = {
     "json_link": JSONLinkPaginator,
@@ -61,7 +67,7 @@ def register_auth(name: str, auth_class: type[AuthBase]) -> None:
     AUTHS[name] = auth_class
 
 
-def create_paginator(config: Any, where: str) -> BasePaginator | None:
+def create_paginator(config: object, where: str) -> BasePaginator | None:
     if config is None or isinstance(config, BasePaginator):
         return config
     if isinstance(config, str):
@@ -72,7 +78,7 @@ def create_paginator(config: Any, where: str) -> BasePaginator | None:
     raise ConfigValueError(f"rest_api config: '{where}' must be a name, a dict or a paginator", key=where)
 
 
-def create_auth(config: Any, where: str) -> AuthBase | None:
+def create_auth(config: object, where: str) -> AuthBase | None:
     if config is None or isinstance(config, AuthBase):
         return config
     if isinstance(config, str):
@@ -83,8 +89,14 @@ def create_auth(config: Any, where: str) -> AuthBase | None:
     raise ConfigValueError(f"rest_api config: '{where}' must be a name, a dict or an auth object", key=where)
 
 
-def _build(classes: Mapping[str, Any], kind: Any, arguments: dict[str, Any], where: str, what: str) -> Any:
-    if kind not in classes:
+def _build(
+    classes: Mapping[str, type[_T] | None],
+    kind: object,
+    arguments: Mapping[str, object],
+    where: str,
+    what: str,
+) -> _T | None:
+    if not isinstance(kind, str) or kind not in classes:
         raise ConfigValueError(
             f"rest_api config: '{where}' names no {what} {kind!r}; known: {', '.join(classes)}",
             key=f"{where}.type",
@@ -100,7 +112,7 @@ def _build(classes: Mapping[str, Any], kind: Any, arguments: dict[str, Any], whe
         raise ConfigValueError(f"rest_api config: '{where}': {exc}", key=where) from None
 
 
-def response_hooks(actions: list[Any] | None, secret_params: tuple[str, ...]) -> dict[str, Any] | None:
+def response_hooks(actions: list[ResponseAction] | None, secret_params: tuple[str, ...]) -> Hooks | None:
     """Response hooks for ``response_actions``: each action matching a response (by status
     and/or a substring of the body) ignores it (ends paging quietly) or runs its functions;
     any other error status raises as usual."""
@@ -108,14 +120,14 @@ def response_hooks(actions: list[Any] | None, secret_params: tuple[str, ...]) ->
         return None
     hooks: list[Callable[..., None]] = [_action_hook(action) for action in actions]
 
-    def check(response: Response, *args: Any, **kwargs: Any) -> None:
+    def check(response: Response, *args: object, **kwargs: object) -> None:
         raise_for_status(response, secret_params)
 
     return {"response": [*hooks, check]}
 
 
 def _action_hook(action: Any) -> Callable[..., None]:
-    def hook(response: Response, *args: Any, **kwargs: Any) -> None:
+    def hook(response: Response, *args: object, **kwargs: object) -> None:
         if callable(action):
             action(response)
             return

@@ -5,7 +5,7 @@ values (``{incremental.start_value}``)."""
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 RESOURCES = "resources"
@@ -17,13 +17,13 @@ INCREMENTAL_VALUES = ("initial_value", "start_value", "last_value", "end_value",
 class _WholeKeyFormatter(string.Formatter):
     """Looks a field up by its whole dotted name first (``resources.issues.number``)."""
 
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, str]:
         if field_name in kwargs:
             return kwargs[field_name], field_name
         return super().get_field(field_name, args, kwargs)
 
 
-def fields_in(value: Any) -> set[str]:
+def fields_in(value: object) -> set[str]:
     """Every ``{field}`` named in a string, or in the strings of a dict or list."""
     found: set[str] = set()
     if isinstance(value, str):
@@ -37,7 +37,7 @@ def fields_in(value: Any) -> set[str]:
     return found
 
 
-def expand(value: Any, values: Mapping[str, Any], keep_type: bool = False) -> Any:
+def expand(value: object, values: Mapping[str, object], keep_type: bool = False) -> Any:
     """``value`` with its placeholders filled; with ``keep_type`` a string that is one
     placeholder only becomes the value itself (an int stays an int in a JSON body)."""
     if isinstance(value, str):

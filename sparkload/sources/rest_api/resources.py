@@ -16,8 +16,8 @@ from sparkload.extract.decorators import resource as make_resource
 from sparkload.extract.decorators import transformer as make_transformer
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
-from sparkload.sources.helpers.rest_client.client import RESTClient, _secret_params
-from sparkload.sources.helpers.rest_client.jsonpath import find_values
+from sparkload.sources.helpers.rest_client.client import Hooks, PageData, RESTClient, _secret_params
+from sparkload.sources.helpers.rest_client.jsonpath import TJsonPath, find_values
 from sparkload.sources.helpers.rest_client.paginators import BasePaginator
 from sparkload.sources.rest_api.config_check import INCREMENTAL_ARGS
 from sparkload.sources.rest_api.factories import create_auth, create_paginator, response_hooks
@@ -48,7 +48,7 @@ class IncrementalParams:
 
     start: str | None
     end: str | None
-    convert: Callable[[Any], Any] | None
+    convert: Callable[[object], object] | None
 
 
 @dataclass
@@ -101,7 +101,7 @@ def build_resources(config: Mapping[str, Any]) -> list[Resource]:
     return [built[name] for name in entries]
 
 
-def _endpoint(entry: Any, defaults: dict[str, Any], where: str) -> Endpoint:
+def _endpoint(entry: str | Mapping[str, object], defaults: dict[str, Any], where: str) -> Endpoint:
     resource: dict[str, Any] = (
         {"name": entry, "endpoint": {"path": entry}}
         if isinstance(entry, str)
@@ -285,7 +285,7 @@ def _incremental(
     return incremental, IncrementalParams(config.get("start_param"), config.get("end_param"), convert)
 
 
-def _is_incremental(value: Any) -> bool:
+def _is_incremental(value: object) -> bool:
     return isinstance(value, Incremental) or (
         isinstance(value, Mapping) and value.get("type") == "incremental"
     )
@@ -309,16 +309,18 @@ class _Request:
     client: RESTClient
     method: str
     path: str
-    params: dict[str, Any]
-    json: Any
-    data: Any
-    headers: dict[str, Any] | None
+    params: dict[str, object]
+    json: object
+    data: object
+    headers: Mapping[str, object] | None
     paginator: BasePaginator | None
-    data_selector: Any
-    hooks: dict[str, Any] | None
+    data_selector: TJsonPath | None
+    hooks: Hooks | None
     incremental_params: IncrementalParams | None
 
-    def pages(self, values: Mapping[str, Any], incremental: Incremental[Any] | None) -> Iterator[Any]:
+    def pages(
+        self, values: Mapping[str, object], incremental: Incremental[Any] | None
+    ) -> Iterator[PageData[Any]]:
         """The pages of the request with ``values`` (parent fields) and the incremental's
         values filled in."""
         values = dict(values)
@@ -355,28 +357,30 @@ class _Request:
         )
 
 
-def _same(value: Any) -> Any:
+def _same(value: object) -> object:
     return value
 
 
-def _paginate(request: _Request, incremental_object: Incremental[Any] | None = None) -> Iterator[Any]:
+def _paginate(
+    request: _Request, incremental_object: Incremental[Any] | None = None
+) -> Iterator[list[object]]:
     """A root endpoint: its pages, one at a time."""
     yield from request.pages({}, incremental_object)
 
 
 def _paginate_for_parent(
-    parent_page: Any,
+    parent_page: list[Mapping[str, object]] | Mapping[str, object],
     request: _Request,
     parent_fields: list[ParentField],
     include_from_parent: list[str],
     incremental_object: Incremental[Any] | None = None,
-) -> Iterator[Any]:
+) -> Iterator[list[object]]:
     """A child endpoint: for each record of the parent's page, the pages of the request
     with that record's fields filled in; ``include_from_parent`` fields are copied into
     every child record as ``_<parent>_<field>``."""
     records = parent_page if isinstance(parent_page, list) else [parent_page]
     for record in records:
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for parent_field in parent_fields:
             found = find_values(parent_field.field, record)
             if not found:
@@ -393,8 +397,8 @@ def _paginate_for_parent(
             yield page
 
 
-def _from_parent(record: Mapping[str, Any], parent: str, names: list[str]) -> dict[str, Any]:
-    extra = {}
+def _from_parent(record: Mapping[str, object], parent: str, names: list[str]) -> dict[str, object]:
+    extra: dict[str, object] = {}
     for name in names:
         if name not in record:
             raise ValueError(

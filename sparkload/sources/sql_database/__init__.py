@@ -28,9 +28,10 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec
+from typing import TYPE_CHECKING, Any, Literal, Optional, ParamSpec
 
 from sparkload.common import context
+from sparkload.common.hints import TWriteDispositionConfig
 from sparkload.common.origin import Origin, mark_origin
 from sparkload.config import secrets
 from sparkload.config.injection import bind_config
@@ -38,12 +39,13 @@ from sparkload.exceptions import ResourceError
 from sparkload.extract import mark
 from sparkload.extract.decorators import resource as make_resource
 from sparkload.extract.decorators import source
+from sparkload.extract.hints import TableHintArgs
 from sparkload.extract.incremental import Incremental
 from sparkload.extract.resource import Resource
 from sparkload.sources.sql_database import jdbc, reflection
 from sparkload.sources.sql_database.column_types import REFLECTION_LEVELS
 from sparkload.sources.sql_database.connection import engine_for
-from sparkload.sources.sql_database.query import table_query
+from sparkload.sources.sql_database.query import QueryAdapter, table_query
 from sparkload.sources.sql_database.reader import read_chunks
 
 if TYPE_CHECKING:
@@ -57,27 +59,32 @@ ReflectionLevel = Literal["minimal", "full", "full_with_precision"]
 BACKENDS = ("pyarrow", "sqlalchemy", "spark")
 INSTALL_HINT = 'pip install "sparkload[sql_database]"'
 
+# SQLAlchemy's types in quotes: config injection evaluates these signatures at run time, where
+# SQLAlchemy (an optional dependency) may be absent; a quoted name stays a forward reference.
+MetaDataArg = Optional["sa.MetaData"]  # noqa: UP007 - "sa.MetaData" | None fails at run time
+EngineAdapter = Callable[["sa.engine.Engine"], "sa.engine.Engine"]
+
 
 @source
 def sql_database(
-    credentials: Any = secrets.value,
+    credentials: object = secrets.value,
     schema: str | None = None,
-    metadata: Any = None,
+    metadata: MetaDataArg = None,
     table_names: Sequence[str] | None = None,
     chunk_size: int = 50000,
     backend: TableBackend = "pyarrow",
     detect_precision_hints: bool | None = False,
     reflection_level: ReflectionLevel | None = "full",
     defer_table_reflect: bool | None = False,
-    table_adapter_callback: Callable[[Any], Any] | None = None,
-    backend_kwargs: dict[str, Any] | None = None,
+    table_adapter_callback: reflection.TableAdapter | None = None,
+    backend_kwargs: Mapping[str, object] | None = None,
     include_views: bool = False,
-    type_adapter_callback: Callable[[Any], Any] | None = None,
-    query_adapter_callback: Callable[..., Any] | None = None,
+    type_adapter_callback: reflection.TypeAdapter | None = None,
+    query_adapter_callback: QueryAdapter | None = None,
     resolve_foreign_keys: bool = False,
-    engine_adapter_callback: Callable[[Any], Any] | None = None,
+    engine_adapter_callback: EngineAdapter | None = None,
     incremental: Incremental[Any] | None = None,
-    engine_kwargs: dict[str, Any] | None = None,
+    engine_kwargs: Mapping[str, object] | None = None,
 ) -> Iterator[Resource]:
     """A resource for each of ``table_names`` (default: every table of ``schema``, and its
     views with ``include_views``), as dlt's ``sql_database``. Unlike dlt, whose default
@@ -136,28 +143,30 @@ def _configured_per_table(make: Callable[P, Resource]) -> Callable[P, Resource]:
 
 @_configured_per_table
 def sql_table(
-    credentials: Any = secrets.value,
+    credentials: object = secrets.value,
     table: str | None = None,
     schema: str | None = None,
-    metadata: Any = None,
+    metadata: MetaDataArg = None,
     incremental: Incremental[Any] | None = None,
     chunk_size: int = 50000,
     backend: TableBackend = "pyarrow",
     detect_precision_hints: bool | None = None,
     reflection_level: ReflectionLevel | None = "full",
     defer_table_reflect: bool | None = None,
-    table_adapter_callback: Callable[[Any], Any] | None = None,
-    backend_kwargs: dict[str, Any] | None = None,
-    type_adapter_callback: Callable[[Any], Any] | None = None,
+    table_adapter_callback: reflection.TableAdapter | None = None,
+    backend_kwargs: Mapping[str, object] | None = None,
+    type_adapter_callback: reflection.TypeAdapter | None = None,
     included_columns: Sequence[str] | None = None,
     excluded_columns: Sequence[str] | None = None,
-    query_adapter_callback: Callable[..., Any] | None = None,
+    query_adapter_callback: QueryAdapter | None = None,
     resolve_foreign_keys: bool = False,
-    engine_adapter_callback: Callable[[Any], Any] | None = None,
+    engine_adapter_callback: EngineAdapter | None = None,
+    # Any: config injection coerces by this annotation, and a TypedDict in it (the dict form
+    # of TWriteDispositionConfig) cannot be checked with isinstance at run time.
     write_disposition: Any = "append",
     primary_key: str | Sequence[str] | None = None,
     merge_key: str | Sequence[str] | None = None,
-    engine_kwargs: dict[str, Any] | None = None,
+    engine_kwargs: Mapping[str, object] | None = None,
 ) -> Resource:
     """The table ``table`` as one resource, as dlt's ``sql_table``; an argument left out is
     read from config, ``sources.sql_database.<table>.<argument>`` first, then
@@ -214,15 +223,15 @@ class _Settings:
 class _TableRead:
     """Everything reading one table needs; reflected once, on first use."""
 
-    engine: Any
+    engine: sa.engine.Engine
     name: str
     schema: str | None
-    metadata: Any
+    metadata: sa.MetaData
     settings: _Settings
-    table_adapter_callback: Callable[[Any], Any] | None
-    type_adapter_callback: Callable[[Any], Any] | None
-    query_adapter_callback: Callable[..., Any] | None
-    _table: Any = field(default=None, repr=False)
+    table_adapter_callback: reflection.TableAdapter | None
+    type_adapter_callback: reflection.TypeAdapter | None
+    query_adapter_callback: QueryAdapter | None
+    _table: NamedFromClause | None = field(default=None, repr=False)
 
     def table(self) -> NamedFromClause:
         """The reflected table, or the select of it that ``table_adapter_callback`` returned."""
@@ -237,13 +246,13 @@ class _TableRead:
             )
         return self._table
 
-    def hints(self) -> dict[str, Any]:
+    def hints(self) -> TableHintArgs:
         if self.settings.backend == "spark":
             # Spark's JDBC mapping types the columns; reflection gives the primary key alone.
             key = reflection.primary_key(self.table())
             return {"columns": {}, "primary_key": key} if key else {"columns": {}}
         found = reflection.table_hints(self.table(), self.settings.reflection_level, self.settings.backend)
-        hints: dict[str, Any] = {"columns": found.columns}
+        hints: TableHintArgs = {"columns": found.columns}
         if found.primary_key:
             hints["primary_key"] = found.primary_key
         return hints
@@ -260,7 +269,7 @@ class _TableRead:
             )
         return table
 
-    def chunks(self, incremental: Incremental[Any] | None) -> Iterator[Any]:
+    def chunks(self, incremental: Incremental[Any] | None) -> Iterator[object]:
         if self.settings.backend == "spark":
             # One lazy DataFrame; the incremental's range is applied to it as a Spark filter,
             # which the JDBC source pushes down to the database.
@@ -290,16 +299,17 @@ def _table_resource(
     *,
     defer_table_reflect: bool,
     incremental: Incremental[Any] | None,
-    write_disposition: Any = "append",
+    write_disposition: TWriteDispositionConfig = "append",
     primary_key: str | Sequence[str] | None = None,
     merge_key: str | Sequence[str] | None = None,
 ) -> Resource:
-    hints: dict[str, Any] = {} if defer_table_reflect else read.hints()
+    hints: TableHintArgs = {} if defer_table_reflect else read.hints()
+    hints["write_disposition"] = write_disposition
     if primary_key is not None:
         hints["primary_key"] = primary_key
     if merge_key is not None:
         hints["merge_key"] = merge_key
-    made: Resource = make_resource(_read_table, name=read.name, write_disposition=write_disposition, **hints)(
+    made: Resource = make_resource(_read_table, name=read.name, **hints)(
         table_read=read, incremental=incremental, deferred_hints=defer_table_reflect
     )
     mark_origin(made, table_origin(read.engine.url, read.schema, read.name))
@@ -310,7 +320,7 @@ def _table_resource(
 _OPENLINEAGE_SCHEMES = {"postgresql": "postgres", "mssql": "sqlserver"}
 
 
-def table_origin(url: Any, schema: str | None, table: str) -> Origin:
+def table_origin(url: sa.engine.URL, schema: str | None, table: str) -> Origin:
     """The table as OpenLineage names a database's table: namespace ``scheme://host:port``
     (no user, password or query), name ``database.schema.table``. A database without a server
     (a SQLite file) is its file: namespace ``sqlite://<path>``, name ``schema.table`` (SQLite's
@@ -328,7 +338,7 @@ def table_origin(url: Any, schema: str | None, table: str) -> Origin:
 
 def _read_table(
     table_read: _TableRead, incremental: Incremental[Any] | None = None, deferred_hints: bool = False
-) -> Iterator[Any]:
+) -> Iterator[object]:
     """One table's chunks; ``incremental`` is the resource's, bound to this run (its start is
     what the previous run reached), so the query reads only rows from there on."""
     if deferred_hints:
@@ -342,9 +352,9 @@ def _settings(
     chunk_size: int,
     reflection_level: str | None,
     detect_precision_hints: bool | None,
-    backend_kwargs: dict[str, Any] | None,
+    backend_kwargs: Mapping[str, object] | None,
     resolve_foreign_keys: bool,
-    query_adapter_callback: Callable[..., Any] | None = None,
+    query_adapter_callback: QueryAdapter | None = None,
 ) -> _Settings:
     """The arguments checked before anything connects, each refusal naming the argument."""
     _require_sqlalchemy()
@@ -392,28 +402,28 @@ def _require_sqlalchemy() -> None:
 
 
 def _engine(
-    credentials: Any,
-    engine_adapter_callback: Callable[[Any], Any] | None,
-    engine_kwargs: dict[str, Any] | None = None,
-) -> Any:
+    credentials: object,
+    engine_adapter_callback: EngineAdapter | None,
+    engine_kwargs: Mapping[str, object] | None = None,
+) -> sa.engine.Engine:
     engine = engine_for(credentials, engine_kwargs or {})
     return engine_adapter_callback(engine) if engine_adapter_callback is not None else engine
 
 
-def _metadata(schema: str | None) -> Any:
+def _metadata(schema: str | None) -> sa.MetaData:
     import sqlalchemy as sa
 
     return sa.MetaData(schema=schema)
 
 
 def _select_columns(
-    included: Sequence[str] | None, excluded: Sequence[str] | None, then: Callable[[Any], Any] | None
-) -> Callable[[Any], Any]:
+    included: Sequence[str] | None, excluded: Sequence[str] | None, then: reflection.TableAdapter | None
+) -> reflection.TableAdapter:
     """dlt's default table adapter: keep ``included`` (all when None), drop ``excluded``, then
     call the user's adapter. A name the table does not have is refused: a misspelt excluded
     column would otherwise be loaded."""
 
-    def adapt(table: Any) -> Any:
+    def adapt(table: sa.Table) -> object:
         unknown = sorted({*(included or ()), *(excluded or ())} - set(table.columns.keys()))
         if unknown:
             raise ResourceError(
@@ -429,7 +439,7 @@ def _select_columns(
     return adapt
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> type[sa.Table]:
     # dlt's scripts import SQLAlchemy's ``Table`` from here (``from dlt.sources.sql_database
     # import Table``); SQLAlchemy is an optional dependency, so it is loaded only when asked.
     if name == "Table":

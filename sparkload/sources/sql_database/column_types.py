@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 import pyarrow as pa
 
+from sparkload.common.json_types import JSONValue
 from sparkload.exceptions import ResourceError
 
 if TYPE_CHECKING:
@@ -31,6 +32,9 @@ MAX_DECIMAL_PRECISION = 38
 # An unconstrained NUMERIC has no declared scale: sparkload's default decimal, into which a
 # value that does not fit fails in Arrow rather than being rounded.
 UNCONSTRAINED_DECIMAL = (38, 9)
+# The conversion of one non-null value as the driver (or SQLAlchemy's processing) gives it:
+# what that is depends on the driver, so each conversion takes the type it knows (str, bytes).
+ValueConversion = Callable[[Any], object]
 
 
 @dataclass(frozen=True)
@@ -38,14 +42,14 @@ class ColumnType:
     """How one column travels: its hint (None: inferred from the data), its Arrow type (None:
     Arrow infers it) and the conversion of each non-null value (None: as the driver gives it)."""
 
-    hint: dict[str, Any] | None
+    hint: dict[str, JSONValue] | None
     arrow: pa.DataType | None
-    convert: Callable[[Any], Any] | None = None
+    convert: ValueConversion | None = None
     # The sqlalchemy backend keeps JSON and arrays as Python objects (dlt's json columns).
     as_json: bool = False
     # SQLAlchemy's processing of the driver's value, before ``convert``: set only for a textual
     # query, whose columns SQLAlchemy does not type and so does not process.
-    process: Callable[[Any], Any] | None = None
+    process: ValueConversion | None = None
     # Values of this class go to Arrow unconverted: Arrow refuses one it cannot hold exactly
     # (a Decimal with more places or digits than the column's, NaN), and ``convert`` then finds
     # it and words the error. Converting each value in Python first doubled the time of a chunk.
@@ -96,7 +100,7 @@ def _rule(t: sa.types.TypeEngine[Any], with_precision: bool) -> ColumnType | Non
     if isinstance(t, sqltypes.Uuid):
         return ColumnType({"data_type": "text"}, pa.string(), str)
     if isinstance(t, sqltypes.String):
-        hint: dict[str, Any] = {"data_type": "text"}
+        hint: dict[str, JSONValue] = {"data_type": "text"}
         if with_precision and t.length:
             hint["precision"] = t.length
         return ColumnType(hint, pa.string(), _text)
@@ -121,14 +125,14 @@ def _decimal(t: sqltypes.Float[Any] | sqltypes.Numeric[Any]) -> ColumnType | Non
     precision, scale = decimal_places(t)
     if precision > MAX_DECIMAL_PRECISION:
         return None  # wider than Delta's decimal: digits would be lost
-    hint = {"data_type": "decimal", "precision": precision, "scale": scale}
+    hint: dict[str, JSONValue] = {"data_type": "decimal", "precision": precision, "scale": scale}
     return ColumnType(
         hint, pa.decimal128(precision, scale), exact_decimal(precision, scale), arrow_as_is=decimal.Decimal
     )
 
 
 @functools.cache
-def exact_decimal(precision: int, scale: int) -> Callable[[Any], decimal.Decimal]:
+def exact_decimal(precision: int, scale: int) -> Callable[[object], decimal.Decimal]:
     """The conversion of a value into ``decimal(precision, scale)`` that never rounds: a value
     with more places than ``scale`` (beyond zeros) or more digits than ``precision`` raises.
 
@@ -140,7 +144,7 @@ def exact_decimal(precision: int, scale: int) -> Callable[[Any], decimal.Decimal
     # Inexact: a non-zero digit would be dropped; InvalidOperation: more digits than precision.
     exact = decimal.Context(prec=precision, traps=[decimal.Inexact, decimal.InvalidOperation])
 
-    def convert(value: Any) -> decimal.Decimal:
+    def convert(value: object) -> decimal.Decimal:
         number = _as_decimal(value)
         if number is not None and number.is_finite():
             try:
@@ -157,7 +161,7 @@ def exact_decimal(precision: int, scale: int) -> Callable[[Any], decimal.Decimal
     return convert
 
 
-def _as_decimal(value: Any) -> decimal.Decimal | None:
+def _as_decimal(value: object) -> decimal.Decimal | None:
     if isinstance(value, decimal.Decimal):
         return value
     if isinstance(value, float):
@@ -210,24 +214,24 @@ def driver_values_numeric(t: sqltypes.Float[Any] | sqltypes.Numeric[Any]) -> sa.
 
 
 @functools.cache
-def _driver_numeric_class() -> type[Any]:
+def _driver_numeric_class() -> type[sa.Numeric[decimal.Decimal]]:
     import sqlalchemy as sa  # an optional dependency, loaded with the source
 
     class DriverNumeric(sa.Numeric):
         """A NUMERIC whose result values are the driver's own."""
 
-        def result_processor(self, dialect: Any, coltype: Any) -> None:
+        def result_processor(self, dialect: sa.engine.Dialect, coltype: object) -> None:
             return None
 
     return DriverNumeric
 
 
-def _json_text(value: Any) -> str:
+def _json_text(value: object) -> str:
     # JSON has no decimal, date or uuid: written as dlt's JSON encoder writes them.
     return orjson.dumps(value, default=_json_default).decode()
 
 
-def _json_default(value: Any) -> Any:
+def _json_default(value: object) -> str:
     if isinstance(value, decimal.Decimal):
         return str(value)
     if isinstance(value, (bytes, memoryview)):
@@ -237,10 +241,10 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def _text(value: Any) -> Any:
+def _text(value: object) -> object:
     # An Enum column may give Python enum members; their value is what the database holds.
     return value.value if hasattr(value, "value") and not isinstance(value, str) else value
 
 
-def _plain_value(value: Any) -> Any:
+def _plain_value(value: object) -> object:
     return bytes(value) if isinstance(value, memoryview) else value

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sparkload.exceptions import ConfigValueError
 
@@ -24,7 +24,7 @@ _URL_FIELDS = {
 }
 
 
-def engine_for(credentials: Any, engine_kwargs: Mapping[str, Any] | None = None) -> sa.engine.Engine:
+def engine_for(credentials: object, engine_kwargs: Mapping[str, object] | None = None) -> sa.engine.Engine:
     """The engine ``credentials`` name, made with ``engine_kwargs`` (``sqlalchemy.create_engine``'s
     keywords); an ``Engine`` is used as it is (the caller owns it, and made it with its own)."""
     import sqlalchemy as sa  # an optional dependency, loaded with the source

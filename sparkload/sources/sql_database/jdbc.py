@@ -15,13 +15,14 @@ extract, naming the table and the fix, before anything is written.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sparkload.common.sql import quote
 from sparkload.exceptions import ResourceError
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
+    from pyspark.sql import DataFrame, SparkSession
 
 # SQLAlchemy dialect -> how its JDBC URL is written, and the driver's Maven coordinate.
 _URLS = {
@@ -65,7 +66,7 @@ def jdbc_url(url: sa.engine.URL) -> str:
     return template.format(host=url.host, port=port, database=url.database)
 
 
-def check_backend_kwargs(backend_kwargs: Mapping[str, Any]) -> dict[str, str]:
+def check_backend_kwargs(backend_kwargs: Mapping[str, object]) -> dict[str, str]:
     """``backend_kwargs`` as Spark JDBC options (string values); the table is sparkload's."""
     own = sorted(set(backend_kwargs) & _OWN_OPTIONS)
     if own:
@@ -101,8 +102,12 @@ def jdbc_options(
 
 
 def read_frame(
-    spark: Any, engine: sa.engine.Engine, table: sa.Table, chunk_size: int, backend_kwargs: Mapping[str, str]
-) -> Any:
+    spark: SparkSession,
+    engine: sa.engine.Engine,
+    table: sa.Table,
+    chunk_size: int,
+    backend_kwargs: Mapping[str, str],
+) -> DataFrame:
     """``table``'s kept columns as a lazy DataFrame of Spark's JDBC source, its schema
     resolved now (the engine connects to read it), so a failure is raised here."""
     options = jdbc_options(engine, table, chunk_size, backend_kwargs)

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
     from sqlalchemy.sql.selectable import NamedFromClause
 
-QueryAdapter = Callable[..., Any]
+# dlt's three forms, told apart by their parameter count (``_call_adapter``); what it returns
+# is checked in ``table_query``.
+QueryAdapter = Callable[..., object]
 
 
 def table_query(
@@ -102,7 +104,7 @@ def _call_adapter(
     table: NamedFromClause,
     incremental: Incremental[Any] | None,
     engine: sa.engine.Engine,
-) -> Any:
+) -> object:
     """dlt's three forms: ``(query, table)``, ``(query, table, incremental)`` and
     ``(query, table, incremental, engine)``."""
     try:

@@ -6,13 +6,13 @@ Only one chunk is held in memory at a time."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from sparkload.exceptions import ResourceError
-from sparkload.sources.sql_database.column_types import ColumnType, column_type
+from sparkload.sources.sql_database.column_types import ColumnType, ValueConversion, column_type
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -31,7 +31,7 @@ def read_chunks(
     chunk_size: int,
     backend: str,
     reflection_level: str,
-) -> Iterator[Any]:
+) -> Iterator[pa.Table | list[dict[str, object]]]:
     with engine.connect() as connection:
         result = connection.execution_options(yield_per=chunk_size).execute(query)
         # Plain str: a reflected name may be SQLAlchemy's quoted_name, a str subclass that
@@ -79,7 +79,7 @@ def _textual_type(
     return dataclasses.replace(kind, process=process)
 
 
-def _value_function(kind: ColumnType, json_as_objects: bool) -> Callable[[Any], Any] | None:
+def _value_function(kind: ColumnType, json_as_objects: bool) -> ValueConversion | None:
     """What each non-null value of a column goes through: SQLAlchemy's processing where the
     query left it undone, then the column's conversion (none for JSON kept as objects)."""
     convert = None if json_as_objects and kind.as_json else kind.convert
@@ -87,7 +87,7 @@ def _value_function(kind: ColumnType, json_as_objects: bool) -> Callable[[Any], 
     if process is None or convert is None:
         return process or convert
 
-    def processed_then_converted(value: Any) -> Any:
+    def processed_then_converted(value: object) -> object:
         value = process(value)
         return None if value is None else convert(value)
 
@@ -95,7 +95,7 @@ def _value_function(kind: ColumnType, json_as_objects: bool) -> Callable[[Any], 
 
 
 def arrow_chunk(
-    table_name: str, names: Sequence[str], types: Sequence[ColumnType], rows: Sequence[Any]
+    table_name: str, names: Sequence[str], types: Sequence[ColumnType], rows: Sequence[Sequence[object]]
 ) -> pa.Table:
     arrays = []
     fields = []
@@ -113,7 +113,7 @@ def arrow_chunk(
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def _arrow_values(kind: ColumnType, convert: Callable[[Any], Any] | None, values: list[Any]) -> list[Any]:
+def _arrow_values(kind: ColumnType, convert: ValueConversion | None, values: list[object]) -> list[object]:
     if convert is None:
         return values
     as_is = kind.arrow_as_is if kind.process is None else None
@@ -122,7 +122,7 @@ def _arrow_values(kind: ColumnType, convert: Callable[[Any], Any] | None, values
     return [value if value is None or value.__class__ is as_is else convert(value) for value in values]
 
 
-def _convert_all(convert: Callable[[Any], Any], values: list[Any], table_name: str, column: str) -> None:
+def _convert_all(convert: ValueConversion, values: list[object], table_name: str, column: str) -> None:
     try:
         for value in values:
             if value is not None:
@@ -132,14 +132,14 @@ def _convert_all(convert: Callable[[Any], Any], values: list[Any], table_name: s
 
 
 def dict_chunk(
-    table_name: str, names: Sequence[str], types: Sequence[ColumnType], rows: Sequence[Any]
-) -> list[dict[str, Any]]:
+    table_name: str, names: Sequence[str], types: Sequence[ColumnType], rows: Sequence[Sequence[object]]
+) -> list[dict[str, object]]:
     # JSON and arrays stay Python objects here (dlt's json columns); every other conversion
     # is the one the Arrow backend makes, so both backends load the same values.
     converts = [_value_function(kind, json_as_objects=True) for kind in types]
     chunk = []
     for row in rows:
-        item = {}
+        item: dict[str, object] = {}
         for name, value, convert in zip(names, row, converts, strict=True):
             if value is None or convert is None:
                 item[name] = value

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sparkload.common.json_types import JSONValue
 from sparkload.exceptions import ResourceError
 from sparkload.sources.sql_database.column_types import column_type, driver_values_numeric, is_binary_float
 
@@ -14,15 +15,19 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
     from sqlalchemy.sql.selectable import NamedFromClause
 
-TableAdapter = Callable[["sa.Table"], Any]
-TypeAdapter = Callable[["sa.types.TypeEngine[Any]"], Any]
+# What a table adapter returns is checked where it is used (``_as_from_clause``).
+TableAdapter = Callable[["sa.Table"], object]
+# dlt's: a new type (or type class) for a reflected one, or None to keep it.
+TypeAdapter = Callable[
+    ["sa.types.TypeEngine[Any]"], "sa.types.TypeEngine[Any] | type[sa.types.TypeEngine[Any]] | None"
+]
 
 
 @dataclass(frozen=True)
 class TableHints:
     """What reflection tells the resource: its column hints and primary key."""
 
-    columns: dict[str, dict[str, Any]]
+    columns: dict[str, dict[str, JSONValue]]
     primary_key: list[str]
 
 
@@ -52,13 +57,13 @@ def reflect_table(
     if not engine.dialect.supports_native_decimal:
         _read_numerics_as_stored(table)
     if table_adapter_callback is not None:
-        adapted = table_adapter_callback(table)
-        if adapted is not None:
-            return _as_from_clause(adapted, table)
+        replacement = table_adapter_callback(table)
+        if replacement is not None:
+            return _as_from_clause(replacement, table)
     return table
 
 
-def _as_from_clause(adapted: Any, table: sa.Table) -> NamedFromClause:
+def _as_from_clause(adapted: object, table: sa.Table) -> NamedFromClause:
     import sqlalchemy as sa
     from sqlalchemy.sql.selectable import NamedFromClause
 

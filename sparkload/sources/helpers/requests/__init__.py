@@ -11,8 +11,6 @@ first time it is used; ``init()`` (or ``client.configure()``) reads them again.
 
 from __future__ import annotations
 
-from typing import Any
-
 from requests import (
     ConnectionError,
     ConnectTimeout,
@@ -46,7 +44,7 @@ get, post, put, patch, delete, options, head, request = (
 )
 
 
-def init(**settings: Any) -> None:
+def init(**settings: object) -> None:
     """Re-read the shared client's settings from config (and take any passed)."""
     client.configure(**settings)
 

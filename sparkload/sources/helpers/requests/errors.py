@@ -10,11 +10,11 @@ for requests still catch them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import requests
 from requests.exceptions import ChunkedEncodingError, ContentDecodingError, RetryError
 
+from sparkload.common.json_types import JSONValue
 from sparkload.config.resolved import redact_text
 from sparkload.exceptions import UnexpectedResponseError
 from sparkload.sources.helpers.requests.redaction import redact_url
@@ -77,7 +77,7 @@ def body_timeout(
     return error
 
 
-def json_body(response: requests.Response, expected: str, secret_params: Iterable[str] = ()) -> Any:
+def json_body(response: requests.Response, expected: str, secret_params: Iterable[str] = ()) -> JSONValue:
     """``response``'s body as JSON, or an ``UnexpectedResponseError`` naming the URL, the
     status, the content type and ``expected`` (what the body was to hold). The body itself
     is not quoted: it may echo credentials or personal data."""

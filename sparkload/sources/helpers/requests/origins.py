@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -101,7 +100,7 @@ def guard_redirects(request: requests.PreparedRequest, scope: CredentialScope) -
 
 
 def _redirect_hook(scope: CredentialScope) -> Callable[..., None]:
-    def strip_on_redirect(response: requests.Response, *args: Any, **kwargs: Any) -> None:
+    def strip_on_redirect(response: requests.Response, *args: object, **kwargs: object) -> None:
         # requests makes the redirected request from a copy of ``response.request``: what
         # is stripped from it here is not sent on. Each hop is checked against the scope
         # the first request had, so A -> B -> A does not get the credentials back either.

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import requests
 from requests.adapters import HTTPAdapter
+from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from sparkload.config import get_config_value
@@ -43,7 +45,7 @@ class RetrySettings:
     max_retry_delay: float = 300.0
 
     @classmethod
-    def from_config(cls, **given: Any) -> RetrySettings:
+    def from_config(cls, **given: object) -> RetrySettings:
         """Values given (not None) win; then ``runtime.request_<name>`` from config; then
         the defaults."""
         defaults = cls()
@@ -75,7 +77,7 @@ class _BackoffRetry(Retry):
             return 0.0
         return float(min(self.backoff_max, self.backoff_factor * 2 ** (errors - 1)))
 
-    def get_retry_after(self, response: Any) -> float | None:
+    def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
         seconds = super().get_retry_after(response)
         return None if seconds is None else min(seconds, self.backoff_max)
 
@@ -130,7 +132,7 @@ class Client:
         request_backoff_factor: float | None = None,
         request_max_retry_delay: float | None = None,
         respect_retry_after_header: bool = True,
-        session_attrs: dict[str, Any] | None = None,
+        session_attrs: Mapping[str, object] | None = None,
         trusted_origins: Sequence[str] = (),
     ) -> None:
         if retry_condition is not None:
@@ -138,7 +140,7 @@ class Client:
                 "Client(retry_condition=...) is not supported: retries are urllib3's, which "
                 "decides on the status and the connection error; pass status_codes instead"
             )
-        self._given = {
+        self._given: dict[str, object] = {
             "timeout": request_timeout,
             "max_attempts": request_max_attempts,
             "backoff_factor": request_backoff_factor,
@@ -162,7 +164,7 @@ class Client:
             self._settings = RetrySettings.from_config(**self._given)
         return self._settings
 
-    def configure(self, **settings: Any) -> None:
+    def configure(self, **settings: object) -> None:
         """Read config again (and take the settings passed, by ``RetrySettings`` field
         name); sessions made before are replaced on their next use."""
         unknown = set(settings) - set(self._given)
@@ -201,26 +203,26 @@ class Client:
         session: Session = local.session
         return session
 
-    def request(self, method: str, url: str, **kwargs: Any) -> Any:
+    def request(self, method: str, url: str, **kwargs: Any) -> requests.Response:
         return self.session.request(method, url, **kwargs)
 
-    def get(self, url: str, **kwargs: Any) -> Any:
+    def get(self, url: str, **kwargs: Any) -> requests.Response:
         return self.session.get(url, **kwargs)
 
-    def post(self, url: str, data: Any = None, json: Any = None, **kwargs: Any) -> Any:
+    def post(self, url: str, data: Any = None, json: Any = None, **kwargs: Any) -> requests.Response:
         return self.session.post(url, data=data, json=json, **kwargs)
 
-    def put(self, url: str, data: Any = None, **kwargs: Any) -> Any:
+    def put(self, url: str, data: Any = None, **kwargs: Any) -> requests.Response:
         return self.session.put(url, data=data, **kwargs)
 
-    def patch(self, url: str, data: Any = None, **kwargs: Any) -> Any:
+    def patch(self, url: str, data: Any = None, **kwargs: Any) -> requests.Response:
         return self.session.patch(url, data=data, **kwargs)
 
-    def delete(self, url: str, **kwargs: Any) -> Any:
+    def delete(self, url: str, **kwargs: Any) -> requests.Response:
         return self.session.delete(url, **kwargs)
 
-    def head(self, url: str, **kwargs: Any) -> Any:
+    def head(self, url: str, **kwargs: Any) -> requests.Response:
         return self.session.head(url, **kwargs)
 
-    def options(self, url: str, **kwargs: Any) -> Any:
+    def options(self, url: str, **kwargs: Any) -> requests.Response:
         return self.session.options(url, **kwargs)

@@ -64,7 +64,7 @@ def raise_for_status(response: requests.Response, secret_params: Iterable[str] =
     )
 
 
-def _reason(reason: Any) -> str | None:
+def _reason(reason: str | bytes | None) -> str | None:
     if isinstance(reason, bytes):
         try:
             return reason.decode("utf-8")
@@ -170,7 +170,7 @@ def _next_retry(
         return None
 
 
-def _read_timeout(timeout: Any) -> float | None:
+def _read_timeout(timeout: object) -> float | None:
     """The read part of a requests timeout (a number, a pair or a urllib3 ``Timeout``)."""
     if isinstance(timeout, tuple):
         timeout = timeout[1]

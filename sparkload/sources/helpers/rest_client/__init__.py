@@ -15,7 +15,7 @@ from typing import Any
 
 from requests.auth import AuthBase
 
-from sparkload.sources.helpers.rest_client.client import PageData, RESTClient
+from sparkload.sources.helpers.rest_client.client import Hooks, PageData, RESTClient
 from sparkload.sources.helpers.rest_client.jsonpath import TJsonPath
 from sparkload.sources.helpers.rest_client.paginators import BasePaginator
 
@@ -31,7 +31,7 @@ def paginate(
     auth: AuthBase | None = None,
     paginator: BasePaginator | None = None,
     data_selector: TJsonPath | None = None,
-    hooks: dict[str, Any] | None = None,
+    hooks: Hooks | None = None,
     *,
     data: Any = None,
 ) -> Iterator[PageData[Any]]:

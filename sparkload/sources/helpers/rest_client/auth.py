@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pendulum
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-def _secret(value: Any, argument: str, auth: str) -> TSecretValue:
+def _secret(value: object, argument: str, auth: str) -> TSecretValue:
     if value is None or is_sentinel(value):
         raise ValueError(f"{auth} needs '{argument}': pass it, e.g. from sl.secrets")
     if not isinstance(value, str):
@@ -148,7 +148,7 @@ class OAuth2ClientCredentials(OAuth2AuthBase):
         access_token_url: str | None = None,
         client_id: str | None = None,
         client_secret: str | None = None,
-        access_token_request_data: dict[str, Any] | None = None,
+        access_token_request_data: Mapping[str, object] | None = None,
         default_token_expiration: int = 3600,
         session: requests.Session | None = None,
         access_token: str | None = None,

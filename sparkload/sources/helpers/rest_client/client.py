@@ -17,6 +17,7 @@ import requests
 from requests import Request, Response
 from requests.auth import AuthBase
 
+from sparkload.common.json_types import JSONValue
 from sparkload.exceptions import IgnoreResponseException, PaginatorLoopError
 from sparkload.sources.helpers.requests.errors import TRANSPORT_ERRORS, json_body, redacted_transport_error
 from sparkload.sources.helpers.requests.origins import (
@@ -35,7 +36,8 @@ from sparkload.sources.helpers.rest_client.paginators import BasePaginator
 logger = logging.getLogger("sparkload.rest_client")
 
 T = TypeVar("T")
-Hooks = dict[str, Any]
+# requests' hooks: each event's callables, each called with the response.
+Hooks = dict[str, list[Callable[..., object]]]
 
 # What paginate() needs a response to be, for its error when it is not.
 PAGE_EXPECTED = "a JSON body (the page's records and where the next page is are read from it)"
@@ -71,7 +73,7 @@ def join_url(base_url: str, path: str) -> str:
     return base_url.rstrip("/") + "/" + path.lstrip("/")
 
 
-def _secret_params(auth: Any) -> tuple[str, ...]:
+def _secret_params(auth: object) -> tuple[str, ...]:
     """The query parameters ``auth`` puts a credential in (redacted from URLs shown)."""
     secret_params = getattr(auth, "secret_params", None)
     return tuple(secret_params()) if callable(secret_params) else ()
@@ -260,15 +262,15 @@ class RESTClient:
                 return
 
     def _status_check(self, secret_params: tuple[str, ...]) -> Callable[..., None]:
-        def check(response: Response, *args: Any, **kwargs: Any) -> None:
+        def check(response: Response, *args: object, **kwargs: object) -> None:
             raise_for_status(response, secret_params)
 
         return check
 
-    def extract_response(self, response: Response, data_selector: TJsonPath) -> list[Any]:
+    def extract_response(self, response: Response, data_selector: TJsonPath) -> list[object]:
         """The records ``data_selector`` selects: one list selected is the page; a single
         value becomes a page of one; nothing selected an empty page."""
-        found: Any = find_values(data_selector, self._page_json(response))
+        found: object = find_values(data_selector, self._page_json(response))
         if isinstance(found, list) and len(found) == 1:
             found = found[0]
         if found is None:
@@ -279,11 +281,11 @@ class RESTClient:
         path, _ = find_response_page_data(self._page_json(response))
         return ".".join(path)
 
-    def _page_json(self, response: Response) -> Any:
+    def _page_json(self, response: Response) -> JSONValue:
         # A credential parameter of a call's own auth is blanked by value: the auth recorded it.
         return json_body(response, PAGE_EXPECTED, _secret_params(self.auth))
 
-    def detect_paginator(self, response: Response, data: Any) -> BasePaginator:
+    def detect_paginator(self, response: Response, data: object) -> BasePaginator:
         paginator, score = self.pagination_factory.create_paginator(response)
         if paginator is None:
             raise ValueError(f"no paginator fits the response of {redact_url(response.url)}; pass one")

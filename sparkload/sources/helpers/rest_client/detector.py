@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from requests import Response
 
+from sparkload.common.json_types import JSONValue
 from sparkload.sources.helpers.rest_client.paginators import (
     BasePaginator,
     HeaderLinkPaginator,
@@ -52,7 +52,7 @@ Path = tuple[str, ...]
 Detector = Callable[[Response], tuple[BasePaginator | None, float]]
 
 
-def find_response_page_data(response: Any) -> tuple[Path, Any]:
+def find_response_page_data(response: JSONValue) -> tuple[Path, JSONValue]:
     """(path, records) of a response body, as the module docstring says."""
     if not isinstance(response, dict):
         return ("$",), response
@@ -63,10 +63,10 @@ def find_response_page_data(response: Any) -> tuple[Path, Any]:
     return lists[0] if lists else (("$",), response)
 
 
-def _lists(node: dict[str, Any], path: Path) -> list[tuple[Path, list[Any]]]:
+def _lists(node: dict[str, JSONValue], path: Path) -> list[tuple[Path, list[JSONValue]]]:
     if len(path) >= _MAX_DEPTH:
         return []
-    found: list[tuple[Path, list[Any]]] = []
+    found: list[tuple[Path, list[JSONValue]]] = []
     for key, value in node.items():
         if isinstance(value, list):
             found.append(((*path, key), value))
@@ -75,7 +75,7 @@ def _lists(node: dict[str, Any], path: Path) -> list[tuple[Path, list[Any]]]:
     return found
 
 
-def _find_next(node: Any, path: Path = ()) -> tuple[Path | None, Any]:
+def _find_next(node: JSONValue, path: Path = ()) -> tuple[Path | None, str | int | float | None]:
     """The first ``next...`` key's path and value, depth first."""
     if not isinstance(node, dict):
         return None, None
@@ -94,7 +94,7 @@ def _find_next(node: Any, path: Path = ()) -> tuple[Path | None, Any]:
     return None, None
 
 
-def _find_total_pages(node: Any, path: Path = ()) -> tuple[Path | None, Any]:
+def _find_total_pages(node: JSONValue, path: Path = ()) -> tuple[Path | None, str | int | float | None]:
     if not isinstance(node, dict):
         return None, None
     for key, value in node.items():
@@ -107,7 +107,7 @@ def _find_total_pages(node: Any, path: Path = ()) -> tuple[Path | None, Any]:
     return None, None
 
 
-def _json(response: Response) -> Any:
+def _json(response: Response) -> JSONValue:
     try:
         return response.json()
     except ValueError:
@@ -127,7 +127,7 @@ def json_links_detector(response: Response) -> tuple[BasePaginator | None, float
 
 def pages_number_paginator_detector(response: Response) -> tuple[BasePaginator | None, float]:
     path, value = _find_total_pages(_json(response))
-    if path is None:
+    if path is None or value is None:  # found together: a path has its value
         return None, 0.0
     try:
         int(value)

@@ -21,12 +21,12 @@ def compile_path(path: TJsonPath) -> JSONPath:
     return _compiled(path) if isinstance(path, str) else path
 
 
-def find_values(path: TJsonPath, data: Any) -> list[Any]:
+def find_values(path: TJsonPath, data: object) -> list[Any]:
     """Every value ``path`` selects in ``data`` (an empty list when none)."""
     return [match.value for match in compile_path(path).find(data)]
 
 
-def set_value_at_path(body: dict[str, Any], dotted_path: str, value: Any) -> None:
+def set_value_at_path(body: dict[str, Any], dotted_path: str, value: object) -> None:
     """``body[a][b] = value`` for ``a.b``, making the dicts on the way."""
     *parents, last = dotted_path.split(".")
     node = body

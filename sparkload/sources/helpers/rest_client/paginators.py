@@ -52,7 +52,7 @@ class BasePaginator(ABC):
         """Prepare the first request (a range paginator sets its first page or offset)."""
 
     @abstractmethod
-    def update_state(self, response: Response, data: list[Any] | None = None) -> None:
+    def update_state(self, response: Response, data: list[object] | None = None) -> None:
         """Read from ``response`` (and its page ``data``) where the next page is, if any."""
 
     @abstractmethod
@@ -66,14 +66,14 @@ class BasePaginator(ABC):
 class SinglePagePaginator(BasePaginator):
     """One response is all there is."""
 
-    def update_state(self, response: Response, data: list[Any] | None = None) -> None:
+    def update_state(self, response: Response, data: list[object] | None = None) -> None:
         self._has_next_page = False
 
     def update_request(self, request: Request) -> None:
         return
 
 
-def _truthy(value: Any, path: Any, paginator: str) -> bool:
+def _truthy(value: object, path: TJsonPath, paginator: str) -> bool:
     """A has-more flag: a bool, or the strings dlt accepts for one."""
     if isinstance(value, bool):
         return value
@@ -84,14 +84,14 @@ def _truthy(value: Any, path: Any, paginator: str) -> bool:
     raise ValueError(f"{paginator}: '{path}' in the response is not a boolean: {value!r}")
 
 
-def _has_more(response: Response, path: Any, paginator: str) -> bool:
+def _has_more(response: Response, path: TJsonPath, paginator: str) -> bool:
     values = find_values(path, response.json())
     if not values or values[0] is None:
         raise ValueError(f"{paginator}: the response has no '{path}' (has_more_path)")
     return _truthy(values[0], path, paginator)
 
 
-def _place(request: Request, param: str | None, body_path: str | None, value: Any) -> None:
+def _place(request: Request, param: str | None, body_path: str | None, value: object) -> None:
     """Put ``value`` in the query (``param``) or in the JSON body (``body_path``)."""
     if body_path:
         if request.json is None:
@@ -164,7 +164,7 @@ class RangePaginator(BasePaginator):
         self.current_value = self.initial_value
         self.update_request(request)
 
-    def update_state(self, response: Response, data: list[Any] | None = None) -> None:
+    def update_state(self, response: Response, data: list[object] | None = None) -> None:
         if self.stop_after_empty_page and not data:
             self._has_next_page = False
             return
@@ -299,12 +299,12 @@ class BaseReferencePaginator(BasePaginator):
         self._has_next_page = value is not None
 
 
-def _reference_key(value: Any) -> str:
+def _reference_key(value: object) -> str:
     # A cursor may be a number or a JSON object; its JSON text tells equal ones apart.
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def _shown_reference(value: Any) -> str:
+def _shown_reference(value: object) -> str:
     """A reference as an error shows it: a URL redacted, a cursor cut short."""
     if isinstance(value, str) and "://" in value:
         return redact_url(value)
@@ -331,7 +331,7 @@ class HeaderLinkPaginator(BaseNextUrlPaginator):
         super().__init__()
         self.links_next_key = links_next_key
 
-    def update_state(self, response: Response, data: list[Any] | None = None) -> None:
+    def update_state(self, response: Response, data: list[object] | None = None) -> None:
         self._next_reference = response.links.get(self.links_next_key, {}).get("url")
 
 
@@ -342,7 +342,7 @@ class JSONLinkPaginator(BaseNextUrlPaginator):
         super().__init__()
         self.next_url_path = compile_path(next_url_path)
 
-    def update_state(self, response: Response, data: list[Any] | None = None) -> None:
+    def update_state(self, response: Response, data: list[object] | None = None) -> None:
         values = find_values(self.next_url_path, response.json())
         self._next_reference = values[0] if values and values[0] else None
 
@@ -373,7 +373,7 @@ class JSONResponseCursorPaginator(BaseReferencePaginator):
         self.stop_after_empty_page = stop_after_empty_page
         self.has_more_path = compile_path(has_more_path) if has_more_path else None
 
-    def update_state(self, response: Response, data: list[Any] | None = None) -> None:
+    def update_state(self, response: Response, data: list[object] | None = None) -> None:
         values = find_values(self.cursor_path, response.json())
         cursor = values[0] if values and values[0] else None
         # The stops first: a last page may repeat the cursor it was asked with, which is
@@ -396,7 +396,7 @@ class HeaderCursorPaginator(BaseReferencePaginator):
         self.cursor_key = cursor_key
         self.cursor_param = cursor_param
 
-    def update_state(self, response: Response, data: list[Any] | None = None) -> None:
+    def update_state(self, response: Response, data: list[object] | None = None) -> None:
         self._next_reference = response.headers.get(self.cursor_key)
 
     def update_request(self, request: Request) -> None:
