@@ -10,7 +10,6 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import Any
 
 import orjson
 
@@ -22,13 +21,13 @@ def width() -> int:
     return shutil.get_terminal_size((_DEFAULT_WIDTH, 24)).columns
 
 
-def to_json(value: Any) -> str:
+def to_json(value: object) -> str:
     """JSON as dlt prints state: indented, dates and timestamps as ISO-8601, anything else
     the encoder does not know as its text."""
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
 
 
-def print_json(value: Any) -> None:
+def print_json(value: object) -> None:
     print(to_json(value))
 
 
@@ -47,7 +46,7 @@ def listing(label: str, items: Sequence[str], indent: str = "", empty: str = "(n
     )
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ") -> list[str]:
+def table(header: Sequence[str], rows: Sequence[Sequence[object]], indent: str = "  ") -> list[str]:
     """Column-aligned lines: a header and one line per row; numbers align right."""
     cells = [[str(h) for h in header]] + [["" if v is None else str(v) for v in row] for row in rows]
     numeric = [

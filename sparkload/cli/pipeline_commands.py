@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import shutil
 from pathlib import Path
-from typing import Any
 
 from sparkload.cli import output, views
 from sparkload.cli.output import print_json
@@ -29,7 +28,7 @@ _PIPELINES_DIR_HELP = (
 )
 
 
-def add_parser(commands: Any) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pipeline = commands.add_parser(
         "pipeline",
         help="list pipelines, or inspect, reset or restore one",

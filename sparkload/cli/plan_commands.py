@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from sparkload.cli import output
 from sparkload.cli.output import print_json
@@ -20,7 +19,7 @@ from sparkload.cli.script import load_script
 from sparkload.pipeline.plan import Plan
 
 
-def add_parsers(commands: Any) -> None:
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     script = argparse.ArgumentParser(add_help=False)
     script.add_argument("script", type=Path, help="the Python script that defines the pipeline and its data")
     script.add_argument(

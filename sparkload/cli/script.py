@@ -15,8 +15,10 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import sys
+import types
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypeGuard
 
 from sparkload.exceptions import SparkloadError
 from sparkload.extract.resource import Resource
@@ -27,7 +29,7 @@ from sparkload.pipeline.pipeline import Pipeline
 @dataclasses.dataclass(frozen=True)
 class ScriptObjects:
     pipeline: Pipeline
-    data: Any
+    data: Source | Resource
     # The module-level names they were found under, for messages.
     pipeline_name: str
     data_name: str
@@ -63,7 +65,7 @@ def load_script(path: Path, pipeline_var: str | None, data_var: str | None) -> S
     return ScriptObjects(pipeline, data, pipeline_name, data_name)
 
 
-def _import(path: Path) -> Any:
+def _import(path: Path) -> types.ModuleType:
     if not path.is_file():
         raise SparkloadError(f"no script at {path}")
     name = path.stem
@@ -88,12 +90,12 @@ def _import(path: Path) -> Any:
 
 def _pick(
     path: Path,
-    names: dict[str, Any],
+    names: Mapping[str, object],
     chosen: str | None,
     flag: str,
     what: tuple[str, str],
-    fits: Any,
-) -> tuple[str, Any]:
+    fits: Callable[[object], bool],
+) -> tuple[str, object]:
     if chosen is not None:
         if chosen not in names:
             raise SparkloadError(f"{path} has no module-level name '{chosen}' ({flag})")
@@ -111,9 +113,9 @@ def _pick(
     )
 
 
-def _is_pipeline(value: Any) -> bool:
+def _is_pipeline(value: object) -> bool:
     return isinstance(value, Pipeline)
 
 
-def _is_data(value: Any) -> bool:
+def _is_data(value: object) -> TypeGuard[Source | Resource]:
     return isinstance(value, (Source, Resource))

@@ -83,9 +83,9 @@ def package_lines(info: LoadPackageInfo) -> list[str]:
     if info.loaded_at:
         lines.append(f"loaded at: {info.loaded_at}")
     header = ["table", "rows", "files"]
-    rows: list[list[Any]] = []
+    rows: list[list[object]] = []
     for entry in info.tables:
-        row: list[Any] = [entry.table, entry.rows, entry.files]
+        row: list[object] = [entry.table, entry.rows, entry.files]
         if info.state == packages.LOADED:
             row += [entry.disposition, entry.version]
         if info.state == packages.PARTIALLY_LOADED:

@@ -28,11 +28,12 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, Protocol, TypeVar
 
 from sparkload.common import dlt_arguments as dlt_args
+from sparkload.common.hints import TWriteDispositionConfig
 from sparkload.common.naming import normalize_identifier
 from sparkload.exceptions import PipelineStepFailed, SparkloadError
 from sparkload.extract.incremental.external_schedulers import external_interval
@@ -65,6 +66,25 @@ except ImportError:
         ) from exc
 
 logger = logging.getLogger(__name__)
+
+_Other = TypeVar("_Other")
+
+
+class AirflowTask(Protocol):
+    """What DAG code does with a task ``add_run`` returns (an Airflow operator; Airflow's
+    types are not a dependency): read its id and order it with ``>>`` and ``<<``."""
+
+    @property
+    def task_id(self) -> str: ...
+
+    def __rshift__(self, other: _Other) -> _Other: ...
+
+    def __lshift__(self, other: _Other) -> _Other: ...
+
+    def __rrshift__(self, other: object) -> AirflowTask: ...
+
+    def __rlshift__(self, other: object) -> AirflowTask: ...
+
 
 Decompose = Literal["none", "serialize", "parallel", "parallel-isolated"]
 DECOMPOSE_MODES: tuple[str, ...] = ("none", "serialize", "parallel", "parallel-isolated")
@@ -99,7 +119,7 @@ class PipelineTasksGroup(TaskGroup):  # type: ignore[misc,unused-ignore]
         wipe_local_data: bool = True,
         save_load_info: bool = False,
         save_trace_info: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """``pipeline_name`` is the group's id. Each task attempt works in a new folder
         ``sparkload_<random>`` under Cloud Composer's data folder (``use_data_folder`` and
@@ -156,18 +176,18 @@ class PipelineTasksGroup(TaskGroup):  # type: ignore[misc,unused-ignore]
     def add_run(
         self,
         pipeline: Pipeline,
-        data: Any,
+        data: object,
         *,
         decompose: Decompose = "none",
         serialize_first_task: bool = True,
         table_name: str | None = None,
-        write_disposition: Any = None,
+        write_disposition: TWriteDispositionConfig | None = None,
         loader_file_format: str | None = None,
-        schema_contract: Any = None,
+        schema_contract: str | Mapping[str, str] | None = None,
         pipeline_name: str | None = None,
         on_before_run: Callable[[], None] | None = None,
-        **kwargs: Any,
-    ) -> list[Any]:
+        **kwargs: object,
+    ) -> list[AirflowTask]:
         """The tasks that run ``data`` with ``pipeline``, in the order made (dlt's
         ``add_run``); ``kwargs`` go to every ``PythonOperator``.
 
@@ -199,7 +219,7 @@ class PipelineTasksGroup(TaskGroup):  # type: ignore[misc,unused-ignore]
             on_before_run=on_before_run,
         )
 
-        def make_task(part: Any, name: str | None = None) -> Any:
+        def make_task(part: object, name: str | None = None) -> AirflowTask:
             # The pipeline and data are bound here, not passed as op_args: Airflow would
             # render templates in (and serialize) its arguments.
             runs = functools.partial(task_run, pipeline, part, name or pipeline_name)
@@ -217,7 +237,7 @@ class PipelineTasksGroup(TaskGroup):  # type: ignore[misc,unused-ignore]
             isolated = decompose == "parallel-isolated"
             group_name = self._task_name(pipeline, data)
 
-            def parallel_task(part: Source) -> Any:
+            def parallel_task(part: Source) -> AirflowTask:
                 if not isolated:
                     return make_task(part)
                 # The pipeline is named as its task (the name the task id is made from).
@@ -240,7 +260,7 @@ class PipelineTasksGroup(TaskGroup):  # type: ignore[misc,unused-ignore]
                 start >> end
             return [start, *tasks, end]
 
-    def _parts(self, pipeline: Pipeline, data: Any, decompose: str) -> list[Source]:
+    def _parts(self, pipeline: Pipeline, data: object, decompose: str) -> list[Source]:
         if not isinstance(data, Source):
             raise ValueError(
                 f"add_run(decompose={decompose!r}) cuts a source into tasks; got "
@@ -257,13 +277,13 @@ class PipelineTasksGroup(TaskGroup):  # type: ignore[misc,unused-ignore]
             raise ValueError(f"add_run(decompose={decompose!r}): source '{data.name}' selects no resource")
         return parts
 
-    def _peek_task_name(self, pipeline: Pipeline, data: Any) -> str:
+    def _peek_task_name(self, pipeline: Pipeline, data: object) -> str:
         """The id ``_task_name`` gives ``data`` next."""
         name = self._base_task_name(pipeline, data)
         count = self._used_names.get(name, 0)
         return f"{name}-{count + 1}" if count else name
 
-    def _task_name(self, pipeline: Pipeline, data: Any) -> str:
+    def _task_name(self, pipeline: Pipeline, data: object) -> str:
         """dlt's task ids: the pipeline's name, or for a source its name and its first four
         selected resources (``-<n>-more``), made unique by ``-2``, ``-3``…"""
         name = self._peek_task_name(pipeline, data)
@@ -272,7 +292,7 @@ class PipelineTasksGroup(TaskGroup):  # type: ignore[misc,unused-ignore]
         return name
 
     @staticmethod
-    def _base_task_name(pipeline: Pipeline, data: Any) -> str:
+    def _base_task_name(pipeline: Pipeline, data: object) -> str:
         if not isinstance(data, Source):
             return pipeline.pipeline_name
         names = list(data.selected_resources)
@@ -283,12 +303,12 @@ class PipelineTasksGroup(TaskGroup):  # type: ignore[misc,unused-ignore]
     def _run(
         self,
         pipeline: Pipeline,
-        data: Any,
+        data: object,
         pipeline_name: str | None,
         *,
         table_name: str | None,
-        write_disposition: Any,
-        schema_contract: Any,
+        write_disposition: TWriteDispositionConfig | None,
+        schema_contract: str | Mapping[str, str] | None,
         on_before_run: Callable[[], None] | None,
     ) -> None:
         """One task attempt: ``data`` run by a pipeline like ``pipeline`` in a new working

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -32,6 +32,8 @@ from sparkload.load.dataset import SYSTEM_PREFIX, Dataset
 
 if TYPE_CHECKING:
     import pandas as pd
+    from pyspark.sql import Column, Row, SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 # The session settings sparkload's statements run with (``Pipeline._session_scope``).
 SessionScope = Callable[[], contextlib.AbstractContextManager[None]]
@@ -70,7 +72,7 @@ class Relation:
     def _ipython_key_completions_(self) -> list[str]:
         return self.columns
 
-    def _column(self, name: str) -> Any:
+    def _column(self, name: str) -> Column:
         """The column ``name`` names: itself, else its normalized form (``userName`` →
         ``user_name``, as the load named it); an unknown name is left to the engine, whose
         error names it."""
@@ -298,9 +300,9 @@ def _arrow_schema(frame: DataFrame) -> pa.Schema:
     return to_arrow_schema(frame.schema, timezone="UTC")
 
 
-def _rows_as_arrow(rows: Iterable[Any], schema: pa.Schema, batch: int = 10_000) -> Iterator[pa.Table]:
+def _rows_as_arrow(rows: Iterable[Row], schema: pa.Schema, batch: int = 10_000) -> Iterator[pa.Table]:
     """Rows of a classic session's ``toLocalIterator`` as Arrow tables of ``batch`` rows."""
-    pending: list[Any] = []
+    pending: list[Row] = []
     for row in rows:
         pending.append(row)
         if len(pending) == batch:
@@ -310,7 +312,7 @@ def _rows_as_arrow(rows: Iterable[Any], schema: pa.Schema, batch: int = 10_000) 
         yield _row_table(pending, schema)
 
 
-def _row_table(rows: list[Any], schema: pa.Schema) -> pa.Table:
+def _row_table(rows: list[Row], schema: pa.Schema) -> pa.Table:
     columns = list(zip(*rows, strict=True))
     arrays = [
         pa.array([_plain(value) for value in column], type=field.type)
@@ -319,7 +321,7 @@ def _row_table(rows: list[Any], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """A Row (a struct value) as a dict, recursively, which pyarrow takes for a struct."""
     if hasattr(value, "asDict"):
         return value.asDict(recursive=True)
@@ -345,7 +347,7 @@ def _rechunked(tables: Iterable[pa.Table], size: int) -> Iterator[pa.Table]:
         yield pa.concat_tables(held).combine_chunks()
 
 
-def _query_frame(spark: Any, query: str, tables: dict[str, DataFrame]) -> DataFrame:
+def _query_frame(spark: SparkSession, query: str, tables: dict[str, DataFrame]) -> DataFrame:
     """``query`` with each of ``tables``' names meaning that DataFrame (the dataset's table),
     and nothing registered in the session that outlives the query where the engine allows."""
     if not _is_connect(spark):
@@ -360,7 +362,7 @@ def _query_frame(spark: Any, query: str, tables: dict[str, DataFrame]) -> DataFr
     return ConnectDataFrame(SQL(query, [], {}, references), spark)
 
 
-def _is_connect(spark: Any) -> bool:
+def _is_connect(spark: SparkSession) -> TypeGuard[ConnectSession]:
     try:
         from pyspark.sql.connect.session import SparkSession as ConnectSession
     except ImportError:  # a classic PySpark without the Connect client's packages
@@ -368,7 +370,7 @@ def _is_connect(spark: Any) -> bool:
     return isinstance(spark, ConnectSession)
 
 
-def _classic_query(spark: Any, query: str, tables: dict[str, DataFrame]) -> DataFrame:
+def _classic_query(spark: SparkSession, query: str, tables: dict[str, DataFrame]) -> DataFrame:
     """A classic session analyzes a query when it is made, so the tables are temporary
     views only while it is made (as PySpark's own ``spark.sql(q, t=df)`` does)."""
     with _classic_views:

@@ -7,15 +7,18 @@ Here rather than on ``DeltaDestination``: opening the tables needs the loader's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sparkload.destinations import DeltaDestination
 from sparkload.engine.object_store import apply_s3_settings
 from sparkload.load.dataset import CatalogDataset, Dataset, PathDataset
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 
 def open_dataset(
-    destination: DeltaDestination, session: Callable[[], Any], dataset_name: str, working_dir: str
+    destination: DeltaDestination, session: Callable[[], SparkSession], dataset_name: str, working_dir: str
 ) -> Dataset:
     """The dataset ``dataset_name`` of ``destination``; ``session`` gives the SparkSession
     when first needed. A bucket's S3 settings are made complete first: the dataset's folders

@@ -20,10 +20,13 @@ import logging
 import re
 import threading
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sparkload.common.folder import Folder
 from sparkload.exceptions import EngineError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 logger = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -32,7 +35,7 @@ _WORKING = "the pipeline's working folder"
 _seen: dict[tuple[int, str, str], bool] = {}
 
 
-def check_engine_sees(spark: Any, working_folder: str, other: tuple[str, str]) -> bool:
+def check_engine_sees(spark: SparkSession, working_folder: str, other: tuple[str, str]) -> bool:
     """Whether the engine reads files written in the working folder; fails with the paths
     named unless it reads those written in ``other`` (what it is, its uri: the destination,
     or a catalog's staging folder), where the files it cannot read here are put instead."""
@@ -94,7 +97,7 @@ def _check_writable(other: tuple[str, str]) -> None:
     folder.remove(name)
 
 
-def _in_this_process(spark: Any) -> bool:
+def _in_this_process(spark: SparkSession) -> bool:
     """Whether ``spark`` is a classic session whose master is ``local`` or ``local[...]``
     (a Spark Connect session, whatever its server's master, may be another machine's)."""
     if "connect" in type(spark).__module__:
@@ -116,7 +119,7 @@ def _write_marker(what: str, folder: Folder, name: str, token: str) -> None:
         raise EngineError(f"cannot write to {what} ({folder.uri}): {exc}") from exc
 
 
-def _engine_reads(spark: Any, path: str, token: str) -> bool:
+def _engine_reads(spark: SparkSession, path: str, token: str) -> bool:
     try:
         rows = spark.read.text(path).collect()
     except Exception:

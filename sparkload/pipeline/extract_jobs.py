@@ -14,7 +14,7 @@ from sparkload.extract.resource import Resource
 from sparkload.extract.source import Source
 
 
-def _as_units(data: Any) -> list[Source | Resource | Any]:
+def _as_units(data: object) -> list[object]:
     if isinstance(data, (Source, Resource)):
         return [data]
     if isinstance(data, list) and data and all(isinstance(d, (Source, Resource)) for d in data):
@@ -27,7 +27,7 @@ def _as_units(data: Any) -> list[Source | Resource | Any]:
 
 
 def extract_jobs(
-    data: Any, pipeline_name: str, table_name: str | None, hint_changes: Mapping[str, Any]
+    data: object, pipeline_name: str, table_name: str | None, hint_changes: Mapping[str, Any]
 ) -> list[ExtractJob]:
     """The extract jobs for ``data``, with the run's hints applied to every resource."""
     entries: list[ExtractJob] = []

@@ -10,7 +10,6 @@ import datetime
 import functools
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from sparkload.common.package import LoadPackage
 from sparkload.common.state_record import PipelineState
@@ -111,11 +110,11 @@ def _record_keys(state: PipelineState, tables: Iterable[ExtractedTable]) -> None
 
 def schedule_jobs(
     pipeline: PipelineParts,
-    data: Any,
+    data: object,
     args: RunArguments,
     restate: Sequence[str] | None = None,
-    start: Any = None,
-    end: Any = None,
+    start: object = None,
+    end: object = None,
     refresh: RefreshMode | None = None,
 ) -> schedule.Scheduled:
     """The resources of ``pipeline`` to extract and the packages to extract them into; with a refresh,

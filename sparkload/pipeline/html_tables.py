@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import html
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Protocol
 
 # Headers that read better than the attribute they show.
 HEADERS = {"version": "Delta version", "load_id": "load id"}
@@ -24,7 +24,14 @@ _CELL = 'style="text-align: left; padding: 0.1em 0.6em; vertical-align: top"'
 _CAPTION = 'style="text-align: left; font-weight: bold"'
 
 
-def table(headers: Sequence[str] | None, rows: Iterable[Sequence[Any]], caption: str | None = None) -> str:
+class PrettyPrinter(Protocol):
+    """What the classes' ``_repr_pretty_`` uses of IPython's plain-text printer (IPython is
+    not a dependency: this names the one method called)."""
+
+    def text(self, obj: str) -> None: ...
+
+
+def table(headers: Sequence[str] | None, rows: Iterable[Sequence[object]], caption: str | None = None) -> str:
     """An HTML table of ``rows``, each value rendered by ``cell``; ``headers`` None: none."""
     parts = [f"<table {_TABLE}>"]
     if caption is not None:
@@ -39,7 +46,7 @@ def table(headers: Sequence[str] | None, rows: Iterable[Sequence[Any]], caption:
     return "".join(parts)
 
 
-def fields(pairs: Iterable[tuple[str, Any]]) -> str:
+def fields(pairs: Iterable[tuple[str, object]]) -> str:
     """A two-column table of named values, the name as the row's header."""
     rows = "".join(
         f"<tr><th {_CELL}>{html.escape(name)}</th><td {_CELL}>{cell(value)}</td></tr>"
@@ -48,7 +55,7 @@ def fields(pairs: Iterable[tuple[str, Any]]) -> str:
     return f"<table {_TABLE}><tbody>{rows}</tbody></table>"
 
 
-def cell(value: Any) -> str:
+def cell(value: object) -> str:
     """One value as escaped HTML: a list one item per line, numbers with separators."""
     if isinstance(value, (list, tuple)):
         return "<br>".join(cell(item) for item in value)

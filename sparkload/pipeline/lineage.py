@@ -32,7 +32,9 @@ import logging
 import os
 import pathlib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from pyspark.sql import types as T
 
 from sparkload.common.origin import Origin, location_origin, origin_of
 from sparkload.config import get_config_value
@@ -43,6 +45,9 @@ from sparkload.load.dataset import Dataset
 if TYPE_CHECKING:
     from openlineage.client import OpenLineageClient
     from openlineage.client.event_v2 import OutputDataset
+    from openlineage.client.generated.base import DatasetFacet, RunFacet
+    from openlineage.client.generated.processing_engine_run import ProcessingEngineRunFacet
+    from openlineage.client.generated.schema_dataset import SchemaDatasetFacet, SchemaDatasetFacetFields
 
     from sparkload.pipeline.trace import PipelineTrace
 
@@ -122,7 +127,7 @@ class RunLineage:
         from openlineage.client.generated.error_message_run import ErrorMessageRunFacet
         from openlineage.client.generated.job_type_job import JobTypeJobFacet
 
-        facets: dict[str, Any] = {"processing_engine": _engine_facet()}
+        facets: dict[str, RunFacet] = {"processing_engine": _engine_facet()}
         if trace is not None and trace.error is not None:
             facets["errorMessage"] = ErrorMessageRunFacet(
                 message=f"{trace.error.type}: {trace.error.message}",
@@ -147,7 +152,7 @@ class RunLineage:
 
 
 def started(
-    pipeline: Pipeline, call: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    pipeline: Pipeline, call: str, args: tuple[object, ...], kwargs: Mapping[str, object]
 ) -> RunLineage | None:
     """At the start of a traced call (``args``/``kwargs`` its arguments): its START event,
     and what ``finished`` needs; None when lineage is off or the client could not be made."""
@@ -205,7 +210,7 @@ def _now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat()
 
 
-def _engine_facet() -> Any:
+def _engine_facet() -> ProcessingEngineRunFacet:
     from openlineage.client.generated.processing_engine_run import ProcessingEngineRunFacet
 
     return ProcessingEngineRunFacet(
@@ -225,7 +230,7 @@ def _distribution_version(name: str) -> str | None:
         return None
 
 
-def _origins(data: Any) -> Iterator[Origin]:
+def _origins(data: object) -> Iterator[Origin]:
     """The origins the resources in ``data`` (a source, a resource, or a list of them)
     marked, a transformer's parent's included. Anything else (rows, a generator) is not looked
     into: iterating it would take its data."""
@@ -269,14 +274,14 @@ def _outputs(pipeline: Pipeline, trace: PipelineTrace) -> Iterator[OutputDataset
         if origin is None:
             continue
         schema = table.schema()
-        facets = {} if schema is None else {"schema": _schema_facet(schema)}
+        facets: dict[str, DatasetFacet] = {} if schema is None else {"schema": _schema_facet(schema)}
         statistics = OutputStatisticsOutputDatasetFacet(rowCount=counts[name], producer=PRODUCER)
         yield OutputDataset(
             origin.namespace, origin.name, facets=facets, outputFacets={"outputStatistics": statistics}
         )
 
 
-def _table_origin(table: Any) -> Origin | None:
+def _table_origin(table: object) -> Origin | None:
     """A table's files as OpenLineage names them: its folder, or a catalog table's location."""
     uri = getattr(table, "uri", None)
     if uri is None and hasattr(table, "location"):
@@ -284,13 +289,13 @@ def _table_origin(table: Any) -> Origin | None:
     return location_origin(str(uri)) if uri else None
 
 
-def _schema_facet(schema: Any) -> Any:
+def _schema_facet(schema: T.StructType) -> SchemaDatasetFacet:
     from openlineage.client.generated.schema_dataset import SchemaDatasetFacet
 
     return SchemaDatasetFacet(fields=_fields(schema), producer=PRODUCER)
 
 
-def _fields(struct: Any) -> list[Any]:
+def _fields(struct: T.StructType) -> list[SchemaDatasetFacetFields]:
     """A Spark schema's columns: a primitive by its Delta type name (``long``, ``string``), a
     struct with its fields nested, other types by Spark's SQL spelling."""
     from openlineage.client.generated.schema_dataset import SchemaDatasetFacetFields
@@ -299,7 +304,7 @@ def _fields(struct: Any) -> list[Any]:
     for position, field in enumerate(struct.fields, start=1):
         value = field.dataType.jsonValue()
         kind = value if isinstance(value, str) else field.dataType.simpleString()
-        nested = _fields(field.dataType) if hasattr(field.dataType, "fields") else []
+        nested = _fields(field.dataType) if isinstance(field.dataType, T.StructType) else []
         fields.append(
             SchemaDatasetFacetFields(name=field.name, type=kind, ordinal_position=position, fields=nested)
         )

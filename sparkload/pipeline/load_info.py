@@ -168,7 +168,7 @@ class LoadInfo:
     def _repr_html_(self) -> str:
         return load_info_html(self)
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, printer: html_tables.PrettyPrinter, cycle: bool) -> None:
         # IPython's plain-text display (a terminal, a notebook's text/plain): the short text,
         # not the dataclass's field-by-field repr.
         printer.text(str(self))
@@ -229,14 +229,14 @@ def _sum_by_reason(entries: Iterable[RowsByReason], outcome: str) -> dict[str, d
 def load_info_html(info: LoadInfo) -> str:
     """The pipeline, dataset and load ids, then one row per table and package loaded, the
     rows rules dropped or warned of, and the notes."""
-    summary: list[tuple[str, Any]] = [("pipeline", info.pipeline_name)]
+    summary: list[tuple[str, object]] = [("pipeline", info.pipeline_name)]
     summary += load_summary(info)
     if info.timings:
         summary.append(("took", [f"{t.step} {t.seconds:.2f}s" for t in info.timings]))
     return html_tables.block([html_tables.fields(summary), *load_details(info)])
 
 
-def load_summary(info: LoadInfo) -> list[tuple[str, Any]]:
+def load_summary(info: LoadInfo) -> list[tuple[str, object]]:
     return [
         ("dataset", info.dataset_uri),
         ("load ids", list(info.loads_ids) if info.loads_ids else "nothing loaded"),

@@ -14,7 +14,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from sparkload.common import file_lock
 from sparkload.exceptions import PipelineLockedError
@@ -32,7 +32,7 @@ class RunLock:
         self._depth = 0
         self._owner: int | None = None  # the thread holding the lock
         self._guard = threading.Lock()  # over _depth and _owner
-        self._handle: IO[Any] | None = None
+        self._handle: IO[str] | None = None  # opened in text mode ("a+")
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:

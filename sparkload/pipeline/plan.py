@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from pyspark.sql import types as T
 
 from sparkload.common.naming import normalize_table_name
-from sparkload.common.state_record import PipelineState
+from sparkload.common.state_record import CursorValue, PipelineState
 from sparkload.common.time import Window
 from sparkload.exceptions import PlanOutdatedError
 from sparkload.extract.intervals import IntervalUnit
@@ -53,7 +53,16 @@ class PlannedPipeline(Protocol):
     @property
     def committed_state(self) -> PipelineState: ...
     def load(self) -> LoadInfo: ...
-    def run(self, *args: Any, **kwargs: Any) -> LoadInfo: ...
+    @property
+    def run(self) -> Callable[..., LoadInfo]: ...
+
+
+class Fingerprint(TypedDict, total=False):
+    """What ``apply()`` checks has not moved since the plan: the pipeline's state version at
+    the destination and each planned table's Delta version (None: no table yet)."""
+
+    state_version: int
+    tables: dict[str, int | None]
 
 
 _TINY = datetime.timedelta(microseconds=1)
@@ -111,15 +120,15 @@ class Plan:
     tables: list[TablePlan]
     intervals: list[IntervalPlan]
     ignored: dict[str, str | None]
-    incrementals: dict[str, Any]
+    incrementals: dict[str, CursorValue]
     extracted: list[str]
     # Every resource without intervals the run would run, with what it loads ("all new
     # rows" for cursors and appends): a run loads them even when no interval is missing.
     loads: dict[str, str] = dataclasses.field(default_factory=dict)
     # What apply() checks has not moved: the state version and every table's version.
-    fingerprint: dict[str, Any] = dataclasses.field(repr=False, default_factory=dict)
-    _pipeline: Any = dataclasses.field(repr=False, default=None)
-    _run: dict[str, Any] = dataclasses.field(repr=False, default_factory=dict)
+    fingerprint: Fingerprint = dataclasses.field(repr=False, default_factory=lambda: Fingerprint())
+    _pipeline: PlannedPipeline | None = dataclasses.field(repr=False, default=None)
+    _run: dict[str, object] = dataclasses.field(repr=False, default_factory=dict)
 
     @property
     def has_changes(self) -> bool:
@@ -146,7 +155,8 @@ class Plan:
 
     def apply(self) -> LoadInfo:
         """Carry out this plan; refuses if the destination changed since it was made."""
-        pipeline: PlannedPipeline = self._pipeline
+        pipeline = self._pipeline
+        assert pipeline is not None, "a plan is made by Pipeline.plan(), which gives it its pipeline"
         now = fingerprint(pipeline, [t.table for t in self.tables])
         if now != self.fingerprint:
             planned = self.fingerprint.get("tables", {})
@@ -159,7 +169,7 @@ class Plan:
     def _repr_html_(self) -> str:
         return plan_html(self)
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, printer: html_tables.PrettyPrinter, cycle: bool) -> None:
         printer.text(str(self))  # IPython's plain-text display: the plan's text
 
     def __str__(self) -> str:
@@ -209,7 +219,7 @@ class Plan:
 
 
 # -- making a plan ----------------------------------------------------------------------------
-def fingerprint(pipeline: PlannedPipeline, tables: Iterable[str]) -> dict[str, Any]:
+def fingerprint(pipeline: PlannedPipeline, tables: Iterable[str]) -> Fingerprint:
     return {
         "state_version": state_store.destination_version(
             pipeline.destination_dataset,
@@ -223,7 +233,7 @@ def fingerprint(pipeline: PlannedPipeline, tables: Iterable[str]) -> dict[str, A
 def make_plan(
     pipeline: PlannedPipeline,
     scheduled: schedule.Scheduled,
-    run_args: dict[str, Any],
+    run_args: dict[str, object],
     execution_time: datetime.datetime,
     normalized: list[NormalizedTable] | None,
     extracted: list[str],
@@ -285,7 +295,7 @@ def _table_plan(
     pipeline: PlannedPipeline,
     entry: ExtractJob,
     normalized: list[NormalizedTable] | None,
-    state: Mapping[str, Any],
+    state: PipelineState,
 ) -> TablePlan:
     resource = entry.resource
     name = normalize_table_name(str(resource.table_name))
@@ -380,11 +390,11 @@ def _what_it_loads(resource: Resource, parent: str | None, with_cursors: set[str
 
 
 def _incremental_starts(
-    jobs: list[ExtractJob], state: Mapping[str, Any], pipeline_name: str
-) -> dict[str, Any]:
+    jobs: list[ExtractJob], state: PipelineState, pipeline_name: str
+) -> dict[str, CursorValue]:
     """Where each incremental cursor starts, as ``resource.cursor_path``: bound as the run
     binds it, against the state the run finds."""
-    starts: dict[str, Any] = {}
+    starts: dict[str, CursorValue] = {}
     for entry in every_entry(jobs):
         resource = entry.resource
         stored = schedule.resource_state_of(state, entry.source_name, resource.name)
@@ -449,7 +459,7 @@ def _tree(title: str, items: list[tuple[str, list[str]]]) -> list[str]:
 def plan_html(plan: Plan) -> str:
     """The tables with their status and changes, the intervals to run, restated and ignored
     resources and where the incremental cursors start."""
-    summary: list[tuple[str, Any]] = [
+    summary: list[tuple[str, object]] = [
         ("pipeline", plan.pipeline_name),
         ("dataset", plan.dataset_uri),
         ("execution time", plan.execution_time),
@@ -510,7 +520,7 @@ def _table_changes(table_plan: TablePlan) -> list[str]:
     return changes
 
 
-def _interval_row(interval: IntervalPlan) -> tuple[Any, ...]:
+def _interval_row(interval: IntervalPlan) -> tuple[object, ...]:
     missing = [f"{start} – {end}" for start, end in interval.missing] or "none"
     restated = f"{interval.restated[0]} – {interval.restated[1]}" if interval.restated else None
     return interval.resource, missing, interval.batches, restated

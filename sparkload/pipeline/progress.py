@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, NoReturn, Protocol, TextIO
+from typing import NoReturn, Protocol, TextIO
 
 from sparkload.pipeline.logs import ONE_LINE_FORMAT, progress_logger
 
@@ -39,7 +39,7 @@ class TqdmProgress:
     """A tqdm bar per step, made with these keyword arguments of tqdm's (``colour``,
     ``ncols``, ``file``, ``leave`` ...)."""
 
-    def __init__(self, **tqdm_kwargs: Any) -> None:
+    def __init__(self, **tqdm_kwargs: object) -> None:
         self.tqdm_kwargs = tqdm_kwargs
 
     def display(self, step: str, load_id: str | None) -> _Display:
@@ -72,7 +72,7 @@ class LogProgress:
         return f"sl.progress.log(log_period={self.log_period!r})"
 
 
-def tqdm(single_bar: bool = False, **tqdm_kwargs: Any) -> TqdmProgress:
+def tqdm(single_bar: bool = False, **tqdm_kwargs: object) -> TqdmProgress:
     """dlt's ``dlt.progress.tqdm``: a bar per step. sparkload draws one bar a step
     whatever ``single_bar`` says (dlt's second bar per resource has no counterpart)."""
     return TqdmProgress(**tqdm_kwargs)
@@ -90,12 +90,12 @@ def log(
     return LogProgress(log_period, logger, log_level)
 
 
-def enlighten(*args: Any, **kwargs: Any) -> NoReturn:
+def enlighten(*args: object, **kwargs: object) -> NoReturn:
     """dlt's ``dlt.progress.enlighten``: refused (sparkload does not depend on enlighten)."""
     _refuse_dlt_only("enlighten")
 
 
-def alive_progress(*args: Any, **kwargs: Any) -> NoReturn:
+def alive_progress(*args: object, **kwargs: object) -> NoReturn:
     """dlt's ``dlt.progress.alive_progress``: refused (sparkload does not depend on it)."""
     _refuse_dlt_only("alive_progress")
 
@@ -104,7 +104,8 @@ def _refuse_dlt_only(name: str) -> NoReturn:
     raise ValueError(f"progress={name!r} is one of dlt's displays, not sparkload's; use {_OFFERED}")
 
 
-ProgressArg = Any  # None, "tqdm", "log", a TqdmProgress or a LogProgress
+# What a pipeline's ``progress=`` takes (anything else is refused by ``progress_style``).
+ProgressArg = str | TqdmProgress | LogProgress | None
 
 
 def progress_style(mode: ProgressArg) -> TqdmProgress | LogProgress | None:
@@ -172,10 +173,16 @@ class Progress:
             display.finish(failed)
 
 
+class _DisplayHandle(Protocol):
+    """What ``_Bar`` uses of the handle IPython's ``display(..., display_id=True)`` returns."""
+
+    def update(self, obj: object) -> None: ...
+
+
 class _Bar:
     """A tqdm bar (``tqdm.auto``: a notebook widget where one can be drawn)."""
 
-    def __init__(self, step: str, tqdm_kwargs: dict[str, Any]) -> None:
+    def __init__(self, step: str, tqdm_kwargs: dict[str, object]) -> None:
         from tqdm.auto import tqdm as make_bar
 
         extract = step == "extract"
@@ -189,7 +196,7 @@ class _Bar:
         if notebook:
             settings.setdefault("display", False)  # shown below, where it can be shown again
         self._bar = make_bar(desc=step, **settings)
-        self._shown: Any = None
+        self._shown: _DisplayHandle | None = None
         if notebook and settings["display"] is False and hasattr(self._bar, "container"):
             from IPython.display import display
 
@@ -238,7 +245,7 @@ class _Bar:
         bar.refresh()
 
 
-def _draws_a_widget(make_bar: Any) -> bool:
+def _draws_a_widget(make_bar: object) -> bool:
     """Whether ``tqdm.auto`` chose its notebook widget (a notebook with ipywidgets)."""
     from tqdm.notebook import tqdm_notebook
 
@@ -287,7 +294,7 @@ class _Lines:
         counted = f"{self._count:,} {unit}{'' if self._count == 1 else 's'}"
         self._log("%s finished: %s in %.1fs", self._step, counted, seconds)
 
-    def _log(self, message: str, *args: Any) -> None:
+    def _log(self, message: str, *args: object) -> None:
         target, level = self._style.logger, self._style.log_level
         if isinstance(target, logging.Logger):
             target.log(level, message, *args)  # the user's logger, by its own rules

@@ -27,7 +27,6 @@ import dataclasses
 import datetime
 import fnmatch
 from collections.abc import Sequence
-from typing import Any
 
 from sparkload.common.state_record import LEDGER_KEY, PipelineState
 from sparkload.common.time import as_utc
@@ -88,8 +87,8 @@ def _refuses(resource: Resource) -> bool:
 def restate(
     jobs: list[ExtractJob],
     selectors: Sequence[str],
-    start: Any,
-    end: Any,
+    start: object,
+    end: object,
     state: PipelineState,
     execution_time: datetime.datetime,
     pipeline_name: str,

@@ -11,18 +11,22 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from sparkload.common.hints import LoadHints
 from sparkload.common.naming import normalize_table_name
-from sparkload.common.state_record import LEDGER_KEY, PipelineState
+from sparkload.common.state_record import LEDGER_KEY, PipelineState, ResourceState
 from sparkload.common.time import Window
 from sparkload.exceptions import HintCombinationError, ResourceError
 from sparkload.extract.intervals import Span, record
 from sparkload.extract.jobs import ExtractedTable, ExtractJob, every_entry
 from sparkload.extract.load_hints import load_hints
 from sparkload.load.merge_config import check_merge_hints
+
+if TYPE_CHECKING:
+    from sparkload.pipeline.drop import Refresh
+    from sparkload.pipeline.restatement import Restatement
 
 
 @dataclasses.dataclass
@@ -44,8 +48,8 @@ class Scheduled:
 
     jobs: list[ExtractJob]
     batches: list[Batch]
-    restatement: Any = None  # restatement.Restatement, when the run restates
-    refresh: Any = None  # drop.Refresh, when the run refreshes
+    restatement: Restatement | None = None  # when the run restates
+    refresh: Refresh | None = None  # when the run refreshes
 
     @property
     def notes(self) -> list[str]:
@@ -93,13 +97,13 @@ def _check_merge_hints_of(resource: str, table: str, hints: LoadHints) -> None:
         ) from exc
 
 
-def resource_state_of(state: Mapping[str, Any], source: str, resource: str) -> Mapping[str, Any]:
+def resource_state_of(state: PipelineState, source: str, resource: str) -> ResourceState:
     return state.get("sources", {}).get(source, {}).get("resources", {}).get(resource, {})
 
 
 def interval_resources(
     jobs: list[ExtractJob],
-    state: Mapping[str, Any],
+    state: PipelineState,
     execution_time: datetime.datetime,
     span: Span | None = None,
     spans: Mapping[str, Span] | None = None,
@@ -122,7 +126,7 @@ def interval_resources(
 
 def batches(
     jobs: list[ExtractJob],
-    state: Mapping[str, Any],
+    state: PipelineState,
     execution_time: datetime.datetime,
     span: Span | None = None,
     spans: Mapping[str, Span] | None = None,
@@ -148,7 +152,9 @@ def _runs(entry: ExtractJob, fed: bool, windows: Mapping[str, Window], index: in
     return fed or index == 0
 
 
-def _select(jobs: list[ExtractJob], keep: Any, fed: bool = False) -> list[ExtractJob]:
+def _select(
+    jobs: list[ExtractJob], keep: Callable[[ExtractJob, bool], bool], fed: bool = False
+) -> list[ExtractJob]:
     """The entries ``keep`` accepts (a transformer is fed only by a parent that runs)."""
     return [
         dataclasses.replace(entry, children=_select(entry.children, keep, fed=True))

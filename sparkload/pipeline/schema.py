@@ -37,7 +37,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 import yaml
@@ -65,9 +65,9 @@ SCHEMA_FILE_SUFFIX = ".schema.yaml"
 # Column hints an imported schema may set on a table sparkload loads (others in the file,
 # dlt's ``description`` say, are left out: they would change nothing).
 IMPORTED_COLUMN_HINTS = ("data_type", "nullable", "precision", "scale", "hard_delete", "dedup_sort")
-KEY_HINTS = ("primary_key", "merge_key")
+KEY_HINTS: tuple[Literal["primary_key"], Literal["merge_key"]] = ("primary_key", "merge_key")
 # dlt's hints on its own columns, given to sparkload's counterparts.
-_SYSTEM_COLUMN_HINTS: dict[str, dict[str, Any]] = {
+_SYSTEM_COLUMN_HINTS: dict[str, dict[str, bool]] = {
     ID: {"unique": True, "row_key": True},
     LOAD_ID: {},
     PARENT_ID: {"parent_key": True},
@@ -91,7 +91,7 @@ def record(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
         state.setdefault(SCHEMA_KEY, SchemaRecord()).setdefault("tables", {}).update(recorded)
 
 
-def recorded_columns(state: Mapping[str, Any], table: str) -> dict[str, dict[str, Any]]:
+def recorded_columns(state: PipelineState, table: str) -> dict[str, dict[str, object]]:
     """The column hints ``table`` was last loaded with (normalized names)."""
     tables = (state.get(SCHEMA_KEY) or {}).get("tables") or {}
     return {name: dict(hints) for name, hints in ((tables.get(table) or {}).get("columns") or {}).items()}
@@ -173,7 +173,7 @@ class PendingTable:
     name: str
     resource: str
     parent: str | None
-    fields: Any
+    fields: T.StructType
 
 
 def extracted_shapes(tables: Iterable[ExtractedTable]) -> list[PendingTable]:
@@ -189,7 +189,7 @@ def extracted_shapes(tables: Iterable[ExtractedTable]) -> list[PendingTable]:
     return shapes
 
 
-def normalized_shapes(tables: Iterable[NormalizedTable], state: Mapping[str, Any]) -> list[PendingTable]:
+def normalized_shapes(tables: Iterable[NormalizedTable], state: PipelineState) -> list[PendingTable]:
     """The tables of a normalized package (its manifest's) with their columns' types."""
     recorded = (state.get(SCHEMA_KEY) or {}).get("tables", {})
     shapes = []
@@ -225,12 +225,12 @@ def _version(tables: Mapping[str, Mapping[str, Any]]) -> int:
     return sum(1 + len(table.get("columns", {})) for table in tables.values())
 
 
-def has_schema(state: Mapping[str, Any]) -> bool:
+def has_schema(state: PipelineState) -> bool:
     """Whether the pipeline has loaded a table (dlt's pipeline has no schema before)."""
     return bool(state.get(SCHEMA_KEY) or state.get(resource_tables.TABLES_KEY))
 
 
-def _observed_tables(state: PipelineState, dataset: Dataset) -> dict[str, dict[str, Any]]:
+def _observed_tables(state: PipelineState, dataset: Dataset) -> dict[str, dict[str, object]]:
     """Each table of the pipeline that the dataset holds, in dlt's shape."""
     present = dataset.table_names()
     hints = (state.get(SCHEMA_KEY) or {}).get("tables", {})
@@ -238,7 +238,7 @@ def _observed_tables(state: PipelineState, dataset: Dataset) -> dict[str, dict[s
     for (_, resource), names in sorted(resource_tables.tables_by_resource(state, present).items()):
         for name in names:
             owners.setdefault(name, resource)
-    tables: dict[str, dict[str, Any]] = {}
+    tables: dict[str, dict[str, object]] = {}
     for name in sorted(owners):
         schema = dataset.table(name).schema()
         if schema is not None:
@@ -265,19 +265,19 @@ def _parent(name: str, tables: Mapping[str, str]) -> str | None:
 
 
 def _table(
-    name: str, resource: str, schema: Any, hints: Mapping[str, Any] | None, parent: str | None
-) -> dict[str, Any]:
+    name: str, resource: str, schema: T.StructType, hints: TableHintsRecord | None, parent: str | None
+) -> dict[str, object]:
     declared = dict((hints or {}).get("columns") or {})
     keys = {hint: list((hints or {}).get(hint) or []) for hint in KEY_HINTS}
     merged = _disposition((hints or {}).get("write_disposition")).get("write_disposition") == "merge"
     columns = {}
     for field in schema.fields:
-        column: dict[str, Any] = {"name": field.name}
+        column: dict[str, object] = {"name": field.name}
         # A type no sparkload data type names (another writer's) is left out, as dlt leaves
         # out an incomplete column's.
         with contextlib.suppress(ValueError):
             column["data_type"] = data_type_of_spark(field.dataType)
-        if column.get("data_type") == "decimal":
+        if column.get("data_type") == "decimal" and isinstance(field.dataType, T.DecimalType):
             column["precision"], column["scale"] = field.dataType.precision, field.dataType.scale
         if column.get("data_type") == "text" and (declared.get(field.name) or {}).get("data_type") in (
             "time",
@@ -289,16 +289,16 @@ def _table(
         if field.name in _SYSTEM_COLUMN_HINTS:
             column["nullable"] = False  # sparkload fills its own columns in every row
             column.update(_SYSTEM_COLUMN_HINTS[field.name])
-        for hint in KEY_HINTS:
-            if field.name in keys[hint]:
-                column[hint] = True
+        for key_hint in KEY_HINTS:
+            if field.name in keys[key_hint]:
+                column[key_hint] = True
         if column.get("primary_key") and merged:
             column["nullable"] = False  # a merge refuses a NULL key
         for hint, value in (declared.get(field.name) or {}).items():
             if hint not in ("data_type", "precision", "scale"):  # the table's own types win
                 column[hint] = value
         columns[field.name] = column
-    table: dict[str, Any] = {"name": name, "columns": columns}
+    table: dict[str, object] = {"name": name, "columns": columns}
     if parent is not None:
         table["parent"] = parent
     else:
@@ -307,7 +307,7 @@ def _table(
     return table
 
 
-def _disposition(given: Any) -> dict[str, Any]:
+def _disposition(given: object) -> dict[str, object]:
     """A recorded write disposition as dlt's table keys: ``write_disposition`` and, for a
     merge strategy other than the default, ``x-merge-strategy``."""
     if isinstance(given, Mapping):
@@ -318,13 +318,13 @@ def _disposition(given: Any) -> dict[str, Any]:
     return {} if given is None else {"write_disposition": given}
 
 
-def _content_hash(tables: Mapping[str, Any]) -> str:
+def _content_hash(tables: Mapping[str, object]) -> str:
     """dlt's ``version_hash``: a digest of the schema's content, in base64."""
     content = orjson.dumps(tables, option=orjson.OPT_SORT_KEYS)
     return base64.b64encode(hashlib.sha256(content).digest()).decode()
 
 
-def _copy(value: Any) -> Any:
+def _copy(value: object) -> object:
     if isinstance(value, Mapping):
         return {key: _copy(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -364,7 +364,7 @@ class SchemaFiles:
             if found:
                 table.hints = _with_imported(table.hints, found)
 
-    def read_import(self) -> dict[str, dict[str, Any]]:
+    def read_import(self) -> dict[str, dict[str, dict[str, object]]]:
         """The import file's tables, names normalized, with only the hints sparkload uses."""
         if self.import_path is None:
             return {}
@@ -401,19 +401,19 @@ class SchemaFiles:
             write_atomically(self.import_path / self.file_name, declared.to_pretty_yaml().encode())
 
 
-def declared_schema(name: str, state: Mapping[str, Any]) -> Schema:
+def declared_schema(name: str, state: PipelineState) -> Schema:
     """The hints the resources declared (what dlt writes to a new import file): the tables
     recorded in the state, with their declared columns and keys only."""
     entry = state.get(SCHEMA_KEY) or {}
     tables = {}
     for table_name, hints in sorted((entry.get("tables") or {}).items()):
-        columns: dict[str, dict[str, Any]] = {
+        columns: dict[str, dict[str, object]] = {
             column: {"name": column, **values} for column, values in hints.get("columns", {}).items()
         }
         for hint in KEY_HINTS:
             for column in hints.get(hint) or []:
                 columns.setdefault(column, {"name": column}).update({"nullable": False, hint: True})
-        table: dict[str, Any] = {"name": table_name, "columns": columns}
+        table: dict[str, object] = {"name": table_name, "columns": columns}
         table.update(_disposition(hints.get("write_disposition")))
         table["resource"] = hints.get("resource")
         tables[table_name] = table
@@ -424,13 +424,13 @@ def _is_system_name(name: str) -> bool:
     return name.startswith(RESERVED_TABLE_PREFIX) or name.startswith(_DLT_PREFIX)
 
 
-def _imported_table(path: Path, table: str, content: Any) -> dict[str, Any]:
+def _imported_table(path: Path, table: str, content: object) -> dict[str, dict[str, object]]:
     if not isinstance(content, Mapping):
         raise SparkloadConfigError(f"the imported schema {path}: table '{table}' is not a mapping")
     columns = content.get("columns") or {}
     if not isinstance(columns, Mapping):
         raise SparkloadConfigError(f"the imported schema {path}: table '{table}' has no 'columns' mapping")
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for name, hints in columns.items():
         if _is_system_name(str(name)) or not isinstance(hints, Mapping):
             continue
@@ -446,7 +446,7 @@ def _imported_table(path: Path, table: str, content: Any) -> dict[str, Any]:
     return out
 
 
-def _with_imported(hints: LoadHints, imported: Mapping[str, Mapping[str, Any]]) -> LoadHints:
+def _with_imported(hints: LoadHints, imported: Mapping[str, Mapping[str, object]]) -> LoadHints:
     """``hints`` with the imported column hints beneath the declared ones, and the imported
     keys where the resource declares none."""
     columns = {name: dict(column) for name, column in hints.columns.items()}

@@ -28,19 +28,19 @@ class SqlClient:
     def __enter__(self) -> SqlClient:
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         return None
 
-    def execute_sql(self, sql: str, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+    def execute_sql(self, sql: str, *args: object, **kwargs: object) -> list[tuple[Any, ...]]:
         """The rows ``sql`` returns, as tuples."""
         return self._relation(sql, args, kwargs).fetchall()
 
     @contextlib.contextmanager
-    def execute_query(self, query: str, *args: Any, **kwargs: Any) -> Iterator[Relation]:
+    def execute_query(self, query: str, *args: object, **kwargs: object) -> Iterator[Relation]:
         """A cursor over the rows ``query`` returns."""
         yield self._relation(query, args, kwargs)
 
-    def _relation(self, sql: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Relation:
+    def _relation(self, sql: str, args: tuple[object, ...], kwargs: dict[str, object]) -> Relation:
         if args or kwargs:
             # dlt passes them to its driver; pasting them into the text would be SQL injection
             raise SparkloadError(

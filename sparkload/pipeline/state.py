@@ -48,7 +48,7 @@ STATE_TAG = "state:"
 COMPACT_TAG = "compact:"
 
 
-def _encode(value: Any) -> Any:
+def _encode(value: object) -> dict[str, str]:
     if isinstance(value, datetime.datetime):
         return {_TYPE_TAG: "datetime", "value": value.isoformat()}
     if isinstance(value, datetime.date):

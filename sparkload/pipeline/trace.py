@@ -133,7 +133,7 @@ class PipelineTrace:
     error: TraceError | None = None
     # The config names resolved in the process by the end of the run (ResolvedName.to_dict:
     # key, provider, name, secret, and the value of a name that is not secret).
-    config: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    config: list[dict[str, object]] = dataclasses.field(default_factory=list)
 
     @property
     def timings(self) -> list[StepTiming]:
@@ -252,7 +252,7 @@ class PipelineTrace:
     def _repr_html_(self) -> str:
         return trace_html(self)
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, printer: html_tables.PrettyPrinter, cycle: bool) -> None:
         printer.text(str(self))  # IPython's plain-text display: one line per step
 
     def describe(self) -> str:
@@ -293,7 +293,7 @@ class PipelineTrace:
         return "\n".join(redact_text(line) for line in lines)
 
 
-def _counts(counts: Mapping[str, Any]) -> str:
+def _counts(counts: Mapping[str, object]) -> str:
     return ", ".join(f"{name} {value}" for name, value in counts.items())
 
 
@@ -314,7 +314,7 @@ def _parse(text: str | None) -> datetime.datetime | None:
 def trace_html(trace: PipelineTrace) -> str:
     """The run's status and time, its steps with their status and seconds, the error that
     ended it, then what the last load loaded."""
-    summary: list[tuple[str, Any]] = [
+    summary: list[tuple[str, object]] = [
         ("pipeline", trace.pipeline_name),
         ("status", trace.status),
         ("started", trace.started_at),
