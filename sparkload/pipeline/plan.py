@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 from pyspark.sql import types as T
 
 from sparkload.common.naming import normalize_table_name
-from sparkload.common.state_record import CursorValue, PipelineState
+from sparkload.common.state_record import PipelineState
 from sparkload.common.time import Window
 from sparkload.exceptions import PlanOutdatedError
 from sparkload.extract.intervals import IntervalUnit
@@ -120,7 +120,7 @@ class Plan:
     tables: list[TablePlan]
     intervals: list[IntervalPlan]
     ignored: dict[str, str | None]
-    incrementals: dict[str, CursorValue]
+    incrementals: dict[str, object]
     extracted: list[str]
     # Every resource without intervals the run would run, with what it loads ("all new
     # rows" for cursors and appends): a run loads them even when no interval is missing.
@@ -391,10 +391,10 @@ def _what_it_loads(resource: Resource, parent: str | None, with_cursors: set[str
 
 def _incremental_starts(
     jobs: list[ExtractJob], state: PipelineState, pipeline_name: str
-) -> dict[str, CursorValue]:
+) -> dict[str, object]:
     """Where each incremental cursor starts, as ``resource.cursor_path``: bound as the run
     binds it, against the state the run finds."""
-    starts: dict[str, CursorValue] = {}
+    starts: dict[str, object] = {}
     for entry in every_entry(jobs):
         resource = entry.resource
         stored = schedule.resource_state_of(state, entry.source_name, resource.name)
