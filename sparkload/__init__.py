@@ -59,8 +59,9 @@ from sparkload.pipeline import progress  # dlt's dlt.progress.tqdm(...) / .log(.
 if TYPE_CHECKING:
     from sparkload.exceptions import HTTPRequestError
     from sparkload.pipeline.attach import attach
+    from sparkload.pipeline.factory import pipeline
     from sparkload.pipeline.load_info import LoadInfo
-    from sparkload.pipeline.pipeline import Pipeline, pipeline
+    from sparkload.pipeline.pipeline import Pipeline
     from sparkload.pipeline.plan import Plan
 else:
     # ``sl.pipeline`` is the function: the import of ``progress`` above bound the name to the
@@ -74,7 +75,7 @@ _LAZY = {
     "Pipeline": "sparkload.pipeline.pipeline",
     "Plan": "sparkload.pipeline.plan",
     "attach": "sparkload.pipeline.attach",
-    "pipeline": "sparkload.pipeline.pipeline",
+    "pipeline": "sparkload.pipeline.factory",
 }
 
 

@@ -75,7 +75,7 @@ def test_public_names_that_need_the_engine_still_resolve() -> None:
         import requests
 
         assert callable(sl.pipeline) and sl.pipeline is pipeline
-        assert pipeline.__module__ == "sparkload.pipeline.pipeline"
+        assert pipeline.__module__ == "sparkload.pipeline.factory"
         assert isinstance(sl.Pipeline, type) and sl.Pipeline is Pipeline
         assert sparkload.exceptions.HTTPRequestError is HTTPRequestError is sl.HTTPRequestError
         assert issubclass(HTTPRequestError, (requests.HTTPError, sl.SparkloadError))

@@ -16,8 +16,9 @@ from sparkload.cli.output import print_json
 from sparkload.exceptions import SparkloadError
 from sparkload.pipeline.attach import attach
 from sparkload.pipeline.drop import DropPlan, plan_drop
+from sparkload.pipeline.factory import pipelines_dir_path
 from sparkload.pipeline.listing import list_local_pipelines
-from sparkload.pipeline.pipeline import Pipeline, pipelines_dir_path
+from sparkload.pipeline.pipeline import Pipeline
 from sparkload.pipeline.resource_tables import known_resources, tables_by_resource
 from sparkload.pipeline.trace_file import TRACE_FILE, trace_json
 

@@ -7,7 +7,8 @@ import os
 from sparkload.common.paths import check_folder_name
 from sparkload.destinations import DeltaDestination
 from sparkload.exceptions import SparkloadError
-from sparkload.pipeline.pipeline import Pipeline, pipeline, pipelines_dir_path
+from sparkload.pipeline.factory import pipeline, pipelines_dir_path
+from sparkload.pipeline.pipeline import Pipeline
 from sparkload.pipeline.pipeline_file import PIPELINE_FILE, read_pipeline_file
 
 

@@ -1,6 +1,6 @@
 """How the Pipeline's steps are called: one run of a pipeline at a time (``locked``), each
 recorded in a trace (``traced``, ``untraced`` for a plan), and what run(), plan() and
-extract() are told besides the data (``RunArguments``)."""
+extract() are told besides the data (``RunArguments``, ``TimeBound``)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ logger = logging.getLogger(__name__)
 # The order in which extract(), normalize() and load() called one by one add up to one
 # trace; "run" comes first because a run always starts a trace of its own.
 _STEP_ORDER = ("run", "extract", "normalize", "load")
+
+# A bound of run()'s and plan()'s ``start``/``end``: a datetime (pendulum's too), a date, or
+# either as ISO text (read by ``extract.intervals.Span.of``).
+TimeBound: TypeAlias = "datetime.date | str"
 
 
 def new_load_id() -> str:

@@ -7,59 +7,47 @@ import datetime
 import logging
 import os
 import shutil
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from typing_extensions import Unpack
 
 from sparkload import destinations
 from sparkload.common import context
-from sparkload.common import dlt_arguments as dlt_args
-from sparkload.common.dlt_arguments import refuse_dlt_arguments, refuse_dlt_destination
 from sparkload.common.folder import Folder
-from sparkload.common.naming import normalize_dataset_name
-from sparkload.common.package import PLANNED_MANIFEST, LoadPackage, list_packages
-from sparkload.common.paths import check_folder_name, folder_name_from, local_folder, reachable_path
+from sparkload.common.package import list_packages
+from sparkload.common.paths import reachable_path
 from sparkload.common.state_record import PipelineState, empty_state
 from sparkload.engine import resolve_spark
 from sparkload.engine.checks import require_delta
 from sparkload.engine.jvm_cluster import follow_s3_settings
 from sparkload.engine.object_store import refuse_unsafe_jvm_commits
-from sparkload.engine.session import is_own_session, start_engine_early, starts_early
+from sparkload.engine.session import is_own_session, starts_early
 from sparkload.engine.settings import SESSION_CONF, session_settings
 from sparkload.exceptions import SparkloadError
-from sparkload.extract.hints import TableHintArgs, destructive_change_policy, refuse_unknown_hints
-from sparkload.extract.jobs import ExtractJob
+from sparkload.extract.hints import TableHintArgs
 from sparkload.extract.load_hints import normalize_column_path
 from sparkload.load import destructive
 from sparkload.load.dataset import Dataset, PathDataset
-from sparkload.normalize.manifest import NormalizeManifest
-from sparkload.normalize.package import normalize_package, normalized_counts
-from sparkload.pipeline import load_packages, pipeline_file, schedule, working_folder
+from sparkload.pipeline import load_packages, pipeline_file, working_folder
 from sparkload.pipeline import schema as schema_view
 from sparkload.pipeline import state as state_store
-from sparkload.pipeline.calls import RunArguments, locked, locked_engine_later, traced, untraced
+from sparkload.pipeline.calls import TimeBound, locked, locked_engine_later, traced, untraced
 from sparkload.pipeline.dataset_reader import ReadableDataset
 from sparkload.pipeline.destination_dataset import open_dataset
-from sparkload.pipeline.drop import (
-    DropResult,
-    Refresh,
-    RefreshMode,
-    drop_pipeline_resources,
-    refresh_mode,
-)
+from sparkload.pipeline.drop import DropResult, RefreshMode, drop_pipeline_resources
 from sparkload.pipeline.engine_check import check_engine_sees
-from sparkload.pipeline.extract_step import extract_batch, schedule_jobs
 from sparkload.pipeline.load_info import LoadInfo
 from sparkload.pipeline.load_step import load_staged
 from sparkload.pipeline.lock import RunLock
 from sparkload.pipeline.logs import apply_log_level
-from sparkload.pipeline.plan import Plan, make_plan
-from sparkload.pipeline.progress import LogProgress, Progress, TqdmProgress
+from sparkload.pipeline.normalize_step import normalize_extracted
+from sparkload.pipeline.plan import Plan, plan_run
+from sparkload.pipeline.progress import LogProgress, TqdmProgress
+from sparkload.pipeline.run_step import extract_data, run_pipeline
+from sparkload.pipeline.settings import pipeline_settings
 from sparkload.pipeline.sql_client import SqlClient
-from sparkload.pipeline.step import pipeline_step
 from sparkload.pipeline.trace import PipelineTrace
 from sparkload.pipeline.trace_file import read_trace
 
@@ -67,17 +55,6 @@ if TYPE_CHECKING:  # pyspark comes with the engine extra the user installs
     from pyspark.sql import DataFrame, SparkSession
 
 logger = logging.getLogger(__name__)
-
-
-def pipelines_dir_path(pipelines_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The folder holding the pipelines' working folders: ``pipelines_dir``, else
-    $SPARKLOAD_PIPELINES_DIR, else ``~/.sparkload/pipelines``; always a local folder."""
-    if pipelines_dir is not None:
-        return local_folder("pipelines_dir", pipelines_dir)
-    from_environment = os.environ.get("SPARKLOAD_PIPELINES_DIR")
-    if from_environment:
-        return local_folder("SPARKLOAD_PIPELINES_DIR", from_environment)
-    return Path.home() / ".sparkload" / "pipelines"
 
 
 class Pipeline:
@@ -91,32 +68,35 @@ class Pipeline:
         dataset_name: str,
         pipelines_dir: Path,
         dev_mode: bool = False,
-        spark: Any = None,
+        spark: SparkSession | str | None = None,
         progress: str | TqdmProgress | LogProgress | None = None,
         on_destructive_change: str = destructive.DEFAULT_POLICY,
         import_schema_path: str | os.PathLike[str] | None = None,
         export_schema_path: str | os.PathLike[str] | None = None,
         refresh: RefreshMode | None = None,
     ) -> None:
-        # Checked before anything is made: the name is the working directory's folder name.
-        self.pipeline_name = check_folder_name("pipeline_name", pipeline_name)
-        self.progress = Progress(progress)
         apply_log_level()
-        # dlt's: the refresh of every run and extract that sets none.
-        self.refresh = refresh_mode(refresh)
-        # For resources that set no on_destructive_change of their own.
-        self.on_destructive_change = destructive_change_policy(on_destructive_change) or "error"
-        self.destination = destination
-        self.dev_mode = dev_mode
-        # As dlt does: the dataset is one folder (or schema) whatever the user wrote.
-        dataset_name = normalize_dataset_name(dataset_name)
-        self.dataset_name = dataset_name
-        self.pipelines_dir = pipelines_dir
-        self.working_dir = pipelines_dir / pipeline_name
-        # Beside the working directory, so drop() (which removes that) keeps the lock.
-        self._lock = RunLock(pipelines_dir / f".{pipeline_name}.lock", pipeline_name)
+        settings = pipeline_settings(
+            pipeline_name,
+            destination,
+            dataset_name,
+            pipelines_dir,
+            dev_mode,
+            progress,
+            on_destructive_change,
+            import_schema_path,
+            export_schema_path,
+            refresh,
+        )
+        self.pipeline_name, self.destination = settings.pipeline_name, settings.destination
+        self.dataset_name, self.dev_mode = settings.dataset_name, settings.dev_mode
+        self.pipelines_dir, self.working_dir = settings.pipelines_dir, settings.working_dir
+        self.progress, self.refresh = settings.progress, settings.refresh
+        self.on_destructive_change = settings.on_destructive_change
+        self._schema_files = settings.schema_files
+        self._lock = RunLock(settings.lock_file, self.pipeline_name)
         self._spark_arg = spark
-        self._spark: Any = None
+        self._spark: SparkSession | None = None
         # Whether the engine's tasks read this machine's working folder (the engine check
         # says, when the engine starts); if not, the extracted files go to the destination.
         self._engine_reads_working_dir = True
@@ -128,14 +108,8 @@ class Pipeline:
         # The trace this object last made, and the one its running method adds to.
         self._last_trace: PipelineTrace | None = None
         self._running_trace: PipelineTrace | None = None
-        # dlt's schema folders; one schema per pipeline, named after it.
-        self._schema_files = schema_view.SchemaFiles(
-            self.pipeline_name, import_schema_path, export_schema_path
-        )
-        if dev_mode:
+        if dev_mode:  # a dev-mode pipeline starts from an empty working directory
             shutil.rmtree(self.working_dir, ignore_errors=True)
-            stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d%H%M%S%f")
-            self.dataset_name = f"{dataset_name}_{stamp}"
         self.working_dir.mkdir(parents=True, exist_ok=True)
         # The working directory as the engine reads it (whatever characters its path holds).
         self._reachable_dir = reachable_path(str(self.working_dir))
@@ -266,7 +240,7 @@ class Pipeline:
             raise SparkloadError(f"table '{name}' does not exist in {self.destination_dataset.shown}")
         return table.read()
 
-    def dataset(self, schema: Any = None) -> ReadableDataset:
+    def dataset(self, schema: str | schema_view.Schema | None = None) -> ReadableDataset:
         """dlt's ``pipeline.dataset()``: the loaded tables to read, as Spark DataFrames,
         Arrow, pandas or rows. A sparkload pipeline has one schema, so ``schema`` (accepted
         for dlt's signature) changes nothing."""
@@ -283,13 +257,13 @@ class Pipeline:
     @traced("run")
     def run(
         self,
-        data: Any = None,
+        data: object = None,
         *,
         table_name: str | None = None,
         execution_time: datetime.datetime | str | None = None,
         restate: Sequence[str] | None = None,
-        start: Any = None,
-        end: Any = None,
+        start: TimeBound | None = None,
+        end: TimeBound | None = None,
         refresh: RefreshMode | None = None,
         **hints: Unpack[TableHintArgs],
     ) -> LoadInfo:
@@ -308,88 +282,51 @@ class Pipeline:
         extracted resources' tables and state in this run's first load (see
         ``pipeline/drop.py``).
         """
-        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.RUN)
-        if data is not None:  # the embedded engine starts while the extract runs
-            start_engine_early(self._spark_arg)
-        self._discard_planned()
-        info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
-        if self.has_pending_data:
-            self.normalize()
-            if any(package.is_normalized() for package in list_packages(self._staged)):
-                info = self.load()
-                # Nothing loaded: every package was overtaken by another run and discarded
-                # (see ``load_step.claim``), so this run extracts its data from the state that run committed.
-                if info.loads_ids:
-                    if data is not None:
-                        logger.warning(
-                            "pipeline '%s': finished the load packages an earlier run left; the "
-                            "data given to this run is not extracted; run the pipeline again to "
-                            "load it",
-                            self.pipeline_name,
-                        )
-                    return info
-        if data is None:
-            return info
-        args = RunArguments(table_name, hints, execution_time)
-        scheduled = self._schedule(data, args, restate, start, end, refresh=refresh)
-        clock = args.clock
-        # Batch by batch, so a long backfill commits as it goes and resumes where it stopped.
-        discarded = info.notes
-        info = LoadInfo(self.pipeline_name, self.dataset_uri, None)
-        for index, batch in enumerate(scheduled.batches):
-            self._extract_batch(scheduled.jobs, batch, clock, scheduled.refresh if index == 0 else None)
-            self.normalize()
-            info = info.followed_by(self.load())
-        info.notes[:0] = [*discarded, *scheduled.notes]
-        self._trace().last_load_info = info
-        return info
+        return run_pipeline(
+            self,
+            data,
+            hints,
+            table_name=table_name,
+            execution_time=execution_time,
+            restate=restate,
+            start=start,
+            end=end,
+            refresh=refresh,
+        )
 
     @locked
     @untraced
     def plan(
         self,
-        data: Any,
+        data: object,
         *,
         table_name: str | None = None,
         execution_time: datetime.datetime | str | None = None,
         restate: Sequence[str] | None = None,
-        start: Any = None,
-        end: Any = None,
+        start: TimeBound | None = None,
+        end: TimeBound | None = None,
         extract: bool = False,
         **hints: Unpack[TableHintArgs],
     ) -> Plan:
         """What ``run()`` with these arguments would do, computed without writing to the
         destination; ``plan.apply()`` does exactly that (see ``pipeline/plan.py``)."""
-        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.PLAN)
-        self._discard_planned()  # an earlier plan's packages: this plan replaces it
-        if self.has_pending_data:
-            raise SparkloadError(
-                f"pipeline '{self.pipeline_name}' has load packages pending: run() finishes them, "
-                "drop_pending_packages() discards them; plan after that"
-            )
-        args = RunArguments(table_name, hints, execution_time)
-        scheduled = self._schedule(data, args, restate, start, end)
-        clock = args.clock
-        normalized = None
-        extracted = []
-        if extract:
-            extracted = [self._extract_batch(scheduled.jobs, batch, clock) for batch in scheduled.batches]
-            self.normalize()
-            for package in list_packages(self._staged):
-                package.write(PLANNED_MANIFEST, {})
-            normalized = [
-                table
-                for package in list_packages(self._staged)
-                for table in NormalizeManifest.read(package).tables
-            ]
-        run_args = dict(args.hints, data=data, table_name=table_name, restate=restate, start=start, end=end)
-        return make_plan(self, scheduled, run_args, clock, normalized, extracted)
+        return plan_run(
+            self,
+            data,
+            hints,
+            table_name=table_name,
+            execution_time=execution_time,
+            restate=restate,
+            start=start,
+            end=end,
+            extract=extract,
+        )
 
     @locked_engine_later
     @traced("extract")
     def extract(
         self,
-        data: Any,
+        data: object,
         *,
         table_name: str | None = None,
         execution_time: datetime.datetime | str | None = None,
@@ -399,78 +336,16 @@ class Pipeline:
         """Run the resources into a new load package (one per batch of time intervals a
         resource has to load); returns the last load id, or None when nothing was due.
         ``refresh``: as ``run()``'s, dropped by the load of the first package."""
-        refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.EXTRACT)
-        start_engine_early(self._spark_arg)  # as run()'s
-        args = RunArguments(table_name, hints, execution_time)
-        scheduled = self._schedule(data, args, refresh=refresh)
-        load_id = None
-        for index, batch in enumerate(scheduled.batches):
-            load_id = self._extract_batch(
-                scheduled.jobs, batch, args.clock, scheduled.refresh if index == 0 else None
-            )
-        return load_id
-
-    def _schedule(
-        self,
-        data: Any,
-        args: RunArguments,
-        restate: Sequence[str] | None = None,
-        start: Any = None,
-        end: Any = None,
-        refresh: RefreshMode | None = None,
-    ) -> schedule.Scheduled:
-        """The resources to extract and the packages to extract them into; with a refresh,
-        the first package's resources and base state are those after its drop."""
-        return schedule_jobs(self, data, args, restate, start, end, refresh)
-
-    def _extract_batch(
-        self,
-        jobs: list[ExtractJob],
-        batch: schedule.Batch,
-        clock: datetime.datetime,
-        refresh: Refresh | None = None,
-    ) -> str:
-        """Extract ``batch`` into a new package; returns its load id (see
-        ``pipeline/extract_step.py``)."""
-        return extract_batch(self, jobs, batch, clock, refresh)
+        return extract_data(
+            self, data, hints, table_name=table_name, execution_time=execution_time, refresh=refresh
+        )
 
     @locked
     @traced("normalize")
     def normalize(self) -> list[str]:
         """Normalize every extracted package into a package beside the dataset; returns
         their load ids."""
-        trace = self._trace()
-        done = []
-        for package in list_packages(self._extracted):
-            if not package.is_extracted():
-                # An extract that never finished: its items were not consumed.
-                working_folder.delete_extracted(self, package)
-                continue
-            staged = LoadPackage(self._staged, package.load_id)
-            if not staged.is_normalized():
-                staged.delete()  # what a normalize cut short left behind
-                with pipeline_step(
-                    "normalize", package.load_id, trace=trace, progress=self.progress, cleanup=staged.delete
-                ) as step:
-                    step.tables = normalized_counts(self._normalize_package(package, staged))
-            # The staged package now carries everything the load needs.
-            working_folder.delete_extracted(self, package)
-            done.append(package.load_id)
-        return done
-
-    def _normalize_package(self, package: LoadPackage, staged: LoadPackage) -> NormalizeManifest:
-        """Normalize ``package`` into ``staged`` (see ``normalize/package.py``)."""
-        return normalize_package(
-            self.spark,
-            package,
-            staged,
-            working_folder.engine_files(self, package),
-            table_schema=lambda table: self.destination_dataset.table(table).schema(),
-            committed_state=self._synced_state,
-            recorded_columns=schema_view.recorded_columns,
-            on_tables=self.progress.total,
-            on_table=self.progress.table,
-        )
+        return normalize_extracted(self)
 
     @locked
     @traced("load")
@@ -508,14 +383,6 @@ class Pipeline:
         return any(package.is_extracted() for package in list_packages(self._extracted)) or any(
             package.is_normalized() and not package.is_planned() for package in list_packages(self._staged)
         )
-
-    def _discard_planned(self) -> None:
-        """Delete the packages a ``plan(extract=True)`` left for its ``apply()``: any other run
-        extracts its own data (the plan's state was never committed), so a preview is never
-        loaded in place of the data a run is given."""
-        for package in list_packages(self._staged):
-            if package.is_planned():
-                package.delete()
 
     @locked
     def drop(self) -> None:
@@ -591,55 +458,3 @@ class Pipeline:
 
     def __repr__(self) -> str:
         return f"<pipeline '{self.pipeline_name}' → {self.dataset_uri}>"
-
-
-def pipeline(
-    pipeline_name: str | None = None,
-    destination: Any = None,
-    dataset_name: str | None = None,
-    pipelines_dir: str | os.PathLike[str] | None = None,
-    dev_mode: bool = False,
-    spark: Any = None,
-    progress: str | TqdmProgress | LogProgress | None = None,
-    on_destructive_change: str = "error",
-    import_schema_path: str | os.PathLike[str] | None = None,
-    export_schema_path: str | os.PathLike[str] | None = None,
-    refresh: RefreshMode | None = None,
-    **dlt_arguments: Any,
-) -> Pipeline:
-    """Make a pipeline (dlt's ``dlt.pipeline``) that loads into Delta Lake tables.
-
-    ``progress`` shows every step of each run: ``"tqdm"`` a bar per step (a widget in a
-    notebook), ``"log"`` one-line messages on stderr (or through your logging, when it is
-    set up), ``sl.progress.tqdm(**tqdm_kwargs)`` / ``sl.progress.log(log_period, logger)``
-    the same with dlt's collector arguments, None (the default) nothing. Extract counts
-    rows, with a total when the data is a list, an Arrow table or a pandas frame; normalize
-    and load count tables, naming each. dlt's ``"enlighten"`` and ``"alive_progress"`` are
-    refused. See docs/progress-and-logging.md, which also covers log levels
-    (``SPARKLOAD_LOG_LEVEL``, ``RUNTIME__LOG_LEVEL``) and the engine's own logs.
-
-    ``refresh`` applies to every ``run()`` and ``extract()`` of this pipeline object that
-    sets none of its own, as in dlt (see ``sparkload.pipeline.drop``). A keyword of dlt's
-    that sparkload does not implement is refused by name (``sparkload.common.dlt_arguments``)."""
-    refuse_dlt_arguments(dlt_args.PIPELINE, dlt_arguments)
-    refuse_dlt_destination(destination)
-    if pipeline_name is None:
-        script = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else "pipeline"
-        pipeline_name = folder_name_from(f"sparkload_{script or 'pipeline'}")
-    if destination is None:
-        raise SparkloadError("a pipeline needs destination=sl.destinations.delta(path_or_url)")
-    if not isinstance(destination, destinations.DeltaDestination):
-        destination = destinations.delta(destination)
-    return Pipeline(
-        pipeline_name,
-        destination,
-        dataset_name or f"{pipeline_name}_dataset",
-        pipelines_dir_path(pipelines_dir),
-        dev_mode=dev_mode,
-        spark=spark,
-        progress=progress,
-        on_destructive_change=on_destructive_change,
-        import_schema_path=import_schema_path,
-        export_schema_path=export_schema_path,
-        refresh=refresh,
-    )

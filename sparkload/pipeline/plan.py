@@ -16,24 +16,31 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from pyspark.sql import types as T
 
+from sparkload.common import dlt_arguments as dlt_args
 from sparkload.common.naming import normalize_table_name
+from sparkload.common.package import PLANNED_MANIFEST, list_packages
 from sparkload.common.state_record import PipelineState
 from sparkload.common.time import Window
-from sparkload.exceptions import PlanOutdatedError
+from sparkload.exceptions import PlanOutdatedError, SparkloadError
+from sparkload.extract.hints import TableHintArgs, refuse_unknown_hints
 from sparkload.extract.intervals import IntervalUnit
 from sparkload.extract.jobs import ExtractJob, every_entry
 from sparkload.extract.load_hints import load_hints, normalize_column_path
 from sparkload.extract.resource import Resource
 from sparkload.load import destructive
+from sparkload.normalize.manifest import NormalizeManifest
 from sparkload.normalize.normalizer import NormalizedTable
 from sparkload.normalize.types import data_type_of_spark, spark_type
 from sparkload.pipeline import html_tables, schedule
 from sparkload.pipeline import state as state_store
+from sparkload.pipeline.calls import RunArguments, TimeBound
+from sparkload.pipeline.extract_step import extract_batch, schedule_jobs
+from sparkload.pipeline.run_step import RunningPipeline, discard_planned
 
 if TYPE_CHECKING:
     from sparkload.load.dataset import Dataset
@@ -289,6 +296,51 @@ def make_plan(
     )
     plan.fingerprint = fingerprint(pipeline, [t.table for t in tables])
     return plan
+
+
+class PlanningPipeline(RunningPipeline, PlannedPipeline, Protocol):
+    """A pipeline as ``plan_run`` sees it: as a run does, and as its plan reads it."""
+
+
+def plan_run(
+    pipeline: PlanningPipeline,
+    data: object,
+    hints: TableHintArgs,
+    *,
+    table_name: str | None,
+    execution_time: datetime.datetime | str | None,
+    restate: Sequence[str] | None,
+    start: TimeBound | None,
+    end: TimeBound | None,
+    extract: bool,
+) -> Plan:
+    """``pipeline.plan(data, ...)`` (see its docstring); the caller holds the run lock.
+    With ``extract``, the packages are extracted and normalized, and marked as the plan's."""
+    refuse_unknown_hints(hints, TableHintArgs.__optional_keys__, dlt_args.PLAN)
+    discard_planned(pipeline)  # an earlier plan's packages: this plan replaces it
+    if pipeline.has_pending_data:
+        raise SparkloadError(
+            f"pipeline '{pipeline.pipeline_name}' has load packages pending: run() finishes them, "
+            "drop_pending_packages() discards them; plan after that"
+        )
+    args = RunArguments(table_name, hints, execution_time)
+    scheduled = schedule_jobs(pipeline, data, args, restate, start, end)
+    normalized = None
+    extracted = []
+    if extract:
+        extracted = [
+            extract_batch(pipeline, scheduled.jobs, batch, args.clock) for batch in scheduled.batches
+        ]
+        pipeline.normalize()
+        for package in list_packages(pipeline._staged):
+            package.write(PLANNED_MANIFEST, {})
+        normalized = [
+            table
+            for package in list_packages(pipeline._staged)
+            for table in NormalizeManifest.read(package).tables
+        ]
+    run_args = dict(args.hints, data=data, table_name=table_name, restate=restate, start=start, end=end)
+    return make_plan(pipeline, scheduled, run_args, args.clock, normalized, extracted)
 
 
 def _table_plan(
