@@ -23,6 +23,10 @@ def is_apache_spark(spark: Any) -> bool:
     """Whether ``spark`` is a session of Apache Spark (classic, Connect or Databricks)."""
     with _lock:
         known = _apache.get(id(spark))
+    if known is None and "connect" not in type(spark).__module__:
+        # A classic session runs in Apache Spark's JVM (Sail speaks Spark Connect only);
+        # asking it would be a job of its own on that JVM.
+        known = True
     if known is None:
         answer = str(spark.sql("SELECT version()").collect()[0][0])
         known = answer.split(" ")[0] == str(spark.version)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, cast
 import orjson
 from pyspark.sql import types as T
 
+from sparkload.common.engine_family import is_apache_spark
 from sparkload.common.json_types import JSONValue
 
 if TYPE_CHECKING:
@@ -61,16 +62,89 @@ def needs_rewrite(exc: Exception) -> bool:
     return is_json_type_conflict(exc) or is_schema_too_deep(exc) or is_case_ambiguity(exc)
 
 
+# Staged NDJSON of at most this many bytes is inferred in this process where the engine is
+# Apache Spark and the records are flat (see ``scalar_schema``): there the engine's inference
+# is a job of its own, whose fixed cost (planning, scheduling, a task) is tenths of a second
+# to seconds, while parsing a file this small takes milliseconds.
+SMALL_FILE_BYTES = 1 << 20
+
+
 def infer_json_schema(spark: SparkSession, path: str, engine_path: str | None = None) -> T.StructType:
     """The file's schema, its fields in the order of the file's first record: JVM Spark
     sorts inferred fields by name, Sail keeps them as seen, and a table's columns (and the
     order of its nested tables) must not depend on the engine. The engine reads the file at
     ``engine_path`` (its copy in a bucket, for a cluster), this process at ``path``."""
-    schema: T.StructType = spark.read.options(**INFER_ALL).json(engine_path or path).schema
+    schema = _small_flat_schema(spark, path)
+    if schema is None:
+        schema = spark.read.options(**INFER_ALL).json(engine_path or path).schema
     with open(path, "rb") as staged:
         first = staged.readline()
     ordered = ordered_like(schema, orjson.loads(first)) if first.strip() else schema
     return cast(T.StructType, ordered)
+
+
+def _small_flat_schema(spark: SparkSession, path: str) -> T.StructType | None:
+    """The schema Apache Spark infers for the small file ``path`` of flat records, found
+    here; None where the engine is to infer it (another engine, a larger file, records
+    ``scalar_schema`` leaves to the engine)."""
+    if Path(path).stat().st_size > SMALL_FILE_BYTES or not is_apache_spark(spark):
+        return None
+    with open(path, "rb") as staged:
+        return scalar_schema(staged.read().splitlines())
+
+
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+def _scalar_type(value: JSONValue) -> T.DataType | None:
+    """The type Apache Spark's JSON inference gives the JSON scalar ``value`` (NullType for
+    null); None for a dict, a list or an integer outside a long (Spark infers a decimal)."""
+    if value is None:
+        return T.NullType()
+    if isinstance(value, bool):  # before int: a bool is an int in Python
+        return T.BooleanType()
+    if isinstance(value, int):
+        return T.LongType() if _LONG_MIN <= value <= _LONG_MAX else None
+    if isinstance(value, float):
+        return T.DoubleType()
+    if isinstance(value, str):
+        return T.StringType()
+    return None
+
+
+def scalar_schema(lines: list[bytes]) -> T.StructType | None:
+    """The schema Apache Spark's JSON inference (over every record, its default options)
+    gives the NDJSON ``lines`` when each record is an object of scalars: a long, double,
+    boolean or string field per key, longs and doubles merging into doubles, the fields
+    sorted by name as Spark sorts them. None where the engine is to infer: a dict or list
+    value, an integer outside a long, a key null in every record (Apache Spark and Sail type
+    it differently), two types that do not merge (Spark makes them a string column; the
+    engine's read then decides), keys differing only in case, or a line not an object."""
+    fields: dict[str, T.DataType] = {}
+    for line in lines:
+        if not line.strip():
+            continue  # Spark skips blank lines
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None  # the engine's read reports or rewrites it
+        if not isinstance(record, dict):
+            return None
+        for key, value in record.items():
+            found = _scalar_type(value)
+            if found is None:
+                return None
+            try:
+                fields[key] = merge_types(fields.get(key, T.NullType()), found)
+            except SchemaConflict:
+                return None
+    if not fields or any(isinstance(dtype, T.NullType) for dtype in fields.values()):
+        return None
+    if len({name.lower() for name in fields}) != len(fields):
+        return None
+    # Spark orders inferred fields by name, comparing UTF-16 code units.
+    names = sorted(fields, key=lambda name: name.encode("utf-16-be"))
+    return T.StructType([T.StructField(name, fields[name], True) for name in names])
 
 
 def ordered_like(data_type: T.DataType, sample: JSONValue) -> T.DataType:

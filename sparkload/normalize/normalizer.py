@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkload.common.engine_family import is_apache_spark
 from sparkload.common.folder import Folder
 from sparkload.common.hints import LoadHints
 from sparkload.common.naming import PATH_SEPARATOR
@@ -36,9 +37,9 @@ from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_
 from sparkload.normalize.flat_json import arrow_schema, write_flat_json
 from sparkload.normalize.hinted_collisions import refuse_hints_on_collided_columns
 from sparkload.normalize.infer import ColumnSpec, infer_columns
-from sparkload.normalize.json_schema import INFER_ALL, needs_rewrite
+from sparkload.normalize.json_schema import INFER_ALL, SMALL_FILE_BYTES, needs_rewrite
 from sparkload.normalize.slices import SLICE_COLUMNS, StagedTable
-from sparkload.normalize.staged_schema import stage
+from sparkload.normalize.staged_schema import keep_schema, stage
 from sparkload.normalize.system_keys import refuse_repeated_ids, take_system_columns
 
 logger = logging.getLogger(__name__)
@@ -262,7 +263,7 @@ class TableNormalizer:
         engine's flattening write then does it."""
         if json_files is None or given_id is not None or flat.nested or not Folder(target).is_local:
             return None
-        if len(raw_schema.fields) < ARROW_MIN_COLUMNS:
+        if len(raw_schema.fields) < ARROW_MIN_COLUMNS and not self._small_on_apache_spark(json_files):
             return None  # narrow: the engine's write, parallel and native, is the faster
         if len(flat.leaves) != len(raw_schema.fields) or not all(leaf.as_is for leaf in flat.leaves):
             return None
@@ -273,7 +274,16 @@ class TableNormalizer:
         if summary is None:
             return None
         system = [T.StructField(ID, T.StringType()), T.StructField(LOAD_ID, T.StringType())]
-        return StagedTable(self.spark, target, T.StructType([*raw_schema.fields, *system]), summary)
+        written = T.StructType([*raw_schema.fields, *system])
+        keep_schema(target, written)  # the load reads the folder with it, not its footers
+        return StagedTable(self.spark, target, written, summary)
+
+    def _small_on_apache_spark(self, json_files: list[Path]) -> bool:
+        """Whether the staged NDJSON ``json_files`` are small enough, on Apache Spark, that
+        Arrow writes them whatever their width: there the engine's write and the profile's
+        pass over it are a job each, whose fixed cost exceeds Arrow's parse of this little."""
+        size = sum(path.stat().st_size for path in json_files)
+        return size <= SMALL_FILE_BYTES and is_apache_spark(self.spark)
 
     def _stage(self, frame: DataFrame, target: str) -> DataFrame:
         """Write ``frame`` as the Parquet folder ``target`` and read it back with the schema
