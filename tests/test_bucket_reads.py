@@ -18,6 +18,7 @@ import pytest
 from conftest import user_columns
 
 import sparkload as sl
+from sparkload.common.folder import Folder
 from sparkload.common.system_columns import LOAD_ID
 from sparkload.pipeline.state import STATE_TABLE
 
@@ -178,3 +179,23 @@ def test_a_merge_load_lists_its_create_records_once(s3_bucket: S3Bucket, tmp_pat
         f"{pipeline.dataset_uri}/items__tags", storage_options=s3_bucket.server.storage_options()
     )
     assert sorted(row["value"] for row in found.to_pyarrow_table().to_pylist()) == ["a", "b", "d", "e"]
+
+
+def test_a_manifest_is_written_to_a_bucket_in_one_request(s3_bucket: S3Bucket) -> None:
+    """A small file (a manifest, a schema beside staged rows) is one PUT, not a multipart
+    upload's three requests (start, part, completion); what is written reads back whole."""
+    folder = Folder(f"{s3_bucket.url}/packages/one")
+    requests = Requests(s3_bucket)
+    folder.write("loaded.json", b'{"items": {"version": 3}}')
+    assert requests.since() == [("PUT", f"/{s3_bucket.name}/packages/one/loaded.json")]
+    assert folder.read("loaded.json") == b'{"items": {"version": 3}}'
+    # Another write replaces it whole.
+    folder.write("loaded.json", b"{}")
+    assert folder.read("loaded.json") == b"{}"
+
+
+def test_a_write_to_a_missing_bucket_fails_naming_the_object(s3_bucket: S3Bucket) -> None:
+    """The one PUT is sent when the file closes: a missing bucket still fails the write."""
+    folder = Folder(f"s3://{s3_bucket.name}-missing/packages/one")
+    with pytest.raises(OSError, match="loaded.json"):
+        folder.write("loaded.json", b"{}")

@@ -20,6 +20,12 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     if uri[:6].lower() == "s3a://":
         # Hadoop's name for S3 (a JVM engine's); pyarrow knows the same store as s3://.
         uri = "s3://" + uri[6:]
+    if uri[:5].lower() == "s3://":
+        # A file opened for writing starts no upload until it holds a part's worth or
+        # closes: a small file (a manifest, a lease, a staged schema) is then one PUT, not a
+        # multipart upload's three requests. An upload that fails still fails its write, at
+        # the close; an object store shows the object only once complete either way.
+        uri += "?allow_delayed_open=true"
     fs, path = pafs.FileSystem.from_uri(uri)
     return fs, str(path)
 
