@@ -325,7 +325,9 @@ class Loader:
         with naming_the_table(name):
             table = self.dataset.table(name)
             table.file_rows = self._file_rows(name)
-            if not self._already_committed(table, commit.disposition):
+            with table.one_listing():  # its questions answered as of one moment
+                committed = self._already_committed(table, commit.disposition)
+            if not committed:
                 with_commit_retry(lambda: _locked(commit.action, table), f"table '{name}'")
             settle = commit.settle
             if settle is not None:
