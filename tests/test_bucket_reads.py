@@ -258,3 +258,15 @@ def test_a_missing_manifest_is_one_request(s3_bucket: S3Bucket) -> None:
     assert len(requests.since()) == 1
     package.write("loaded.json", {"items": {"rows": 1}})
     assert package.read_if_present("loaded.json") == {"items": {"rows": 1}}
+
+
+def test_a_folder_is_deleted_without_a_look_first(s3_bucket: S3Bucket) -> None:
+    """Deleting a package's folder asks nothing before it deletes (the deletion itself
+    finds what is there); a folder not there is no error."""
+    folder = Folder(f"{s3_bucket.url}/packages/one")
+    folder.write("loaded.json", b"{}")
+    requests = Requests(s3_bucket)
+    folder.delete()
+    assert [method for method, _ in requests.since()].count("HEAD") == 1  # the deletion's own
+    assert not folder.exists("loaded.json")
+    folder.delete()

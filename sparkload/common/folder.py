@@ -8,6 +8,7 @@ deletion.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pyarrow.fs as pafs
@@ -112,5 +113,7 @@ class Folder:
 
     def delete(self) -> None:
         """Delete the folder and everything in it (nothing happens if it is not there)."""
-        if self.exists():
+        # The deletion finds what is there itself: a look first would cost an object
+        # store two more requests (a HEAD and a listing).
+        with contextlib.suppress(FileNotFoundError):
             self._fs.delete_dir(self._path)
