@@ -381,8 +381,10 @@ class Loader:
 def _locked(action: TableAction, table: DeltaTable) -> None:
     """One attempt of a commit, its reads and its write, holding the table's lock
     (``table_lock``: the engine would not see another writer's commit landing between)."""
-    with table_lock.held(table), table.one_listing():  # no other writer commits to it meanwhile
-        action(table)
+    with table_lock.held(table) as locked:  # noqa: SIM117 (the inner one needs `locked`)
+        # Under the lock no other writer commits to the table: its reads share one listing.
+        with table.one_listing() if locked else contextlib.nullcontext():
+            action(table)
 
 
 @contextlib.contextmanager
