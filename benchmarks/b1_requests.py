@@ -6,6 +6,10 @@ server logged charged to the sparkload call (or Spark action) that was running.
 Prints the second load's time and request count, then per call the requests it made (its
 own, not those of the calls it made) by kind. Commits run one at a time so that each
 request has one caller. A diagnosis, not a timing: the wrappers cost time themselves.
+
+The script's folder comes first on the import path, not the working directory: to count
+the code of a checkout other than the installed one, run it with ``PYTHONPATH=<checkout>``
+(the last line names the sparkload imported).
 """
 
 from __future__ import annotations
@@ -162,6 +166,7 @@ def main(work: Path, first_rows: int) -> None:
         print(f"{sum(kinds.values()):5d}  {name}  ({ledger.calls.get(name, 0)} calls)")
         for kind, count in kinds.most_common():
             print(f"         {count:5d}  {kind}")
+    print(f"sparkload imported from {sl.__file__}")
 
 
 if __name__ == "__main__":

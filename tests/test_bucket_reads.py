@@ -9,6 +9,7 @@ made."""
 
 from __future__ import annotations
 
+import collections
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,8 @@ import pytest
 from conftest import user_columns
 
 import sparkload as sl
+from sparkload.common.folder import Folder
+from sparkload.common.package import LoadPackage
 from sparkload.common.system_columns import LOAD_ID
 from sparkload.pipeline.state import STATE_TABLE
 
@@ -178,3 +181,92 @@ def test_a_merge_load_lists_its_create_records_once(s3_bucket: S3Bucket, tmp_pat
         f"{pipeline.dataset_uri}/items__tags", storage_options=s3_bucket.server.storage_options()
     )
     assert sorted(row["value"] for row in found.to_pyarrow_table().to_pylist()) == ["a", "b", "d", "e"]
+
+
+def test_a_manifest_is_written_to_a_bucket_in_one_request(s3_bucket: S3Bucket) -> None:
+    """A small file (a manifest, a schema beside staged rows) is one PUT, not a multipart
+    upload's three requests (start, part, completion); what is written reads back whole."""
+    folder = Folder(f"{s3_bucket.url}/packages/one")
+    requests = Requests(s3_bucket)
+    folder.write("loaded.json", b'{"items": {"version": 3}}')
+    assert requests.since() == [("PUT", f"/{s3_bucket.name}/packages/one/loaded.json")]
+    assert folder.read("loaded.json") == b'{"items": {"version": 3}}'
+    # Another write replaces it whole.
+    folder.write("loaded.json", b"{}")
+    assert folder.read("loaded.json") == b"{}"
+
+
+def test_a_write_to_a_missing_bucket_fails_naming_the_object(s3_bucket: S3Bucket) -> None:
+    """The one PUT is sent when the file closes: a missing bucket still fails the write."""
+    folder = Folder(f"s3://{s3_bucket.name}-missing/packages/one")
+    with pytest.raises(OSError, match="loaded.json"):
+        folder.write("loaded.json", b"{}")
+
+
+def _log_listings(requests: Requests, table: str) -> int:
+    """Listings of ``table``'s log, sparkload's and the engine's."""
+    return sum(1 for _, path in requests.since() if "list-type=2" in path and f"/{table}/_delta_log/" in path)
+
+
+def test_a_merge_load_lists_each_tables_log_once_per_step(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    """A load's checks list each table's log once, its preparation once, "already
+    committed?" once, and each commit once under the table's lock for every read before its
+    write (``one_listing_per_table``), besides the version recorded after the commit."""
+    pipeline = bucket_pipeline(s3_bucket, tmp_path)
+    rows = [{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": ["c"]}]
+    pipeline.run(rows, table_name="items", write_disposition="merge", primary_key="id")
+
+    requests = Requests(s3_bucket)
+    rows = [{"id": 2, "tags": ["d"]}, {"id": 3, "tags": ["e"]}]
+    pipeline.run(rows, table_name="items", write_disposition="merge", primary_key="id")
+    # The engine's listings (one per resolution of a table's snapshot) are counted too:
+    # 29 and 22 when each question listed the log anew.
+    assert _log_listings(requests, "items") <= 23
+    assert _log_listings(requests, "items__tags") <= 16
+    assert sorted(row["value"] for row in _nested_rows(s3_bucket, pipeline)) == ["a", "b", "d", "e"]
+
+
+def _nested_rows(bucket: S3Bucket, pipeline: sl.Pipeline) -> list[dict[str, Any]]:
+    found = deltalake.DeltaTable(
+        f"{pipeline.dataset_uri}/items__tags", storage_options=bucket.server.storage_options()
+    )
+    return list(found.to_pyarrow_table().to_pylist())
+
+
+def test_a_load_reads_its_manifests_once_each(s3_bucket: S3Bucket, tmp_path: Path) -> None:
+    """The load step hands the normalize manifest it read to the loader, and the loader
+    reads what is committed so far (``loaded.json``) in one read, not a look and a read."""
+    pipeline = bucket_pipeline(s3_bucket, tmp_path)
+    requests = Requests(s3_bucket)
+    pipeline.run([{"id": 1, "tags": ["a"]}], table_name="items", write_disposition="merge", primary_key="id")
+    manifests = collections.Counter(
+        (method, path.rsplit("/", 1)[-1])
+        for method, path in requests.since()
+        if path.endswith(("/normalize.json", "/loaded.json"))
+    )
+    # The normalize manifest's other reads are the pipeline's, before the load; when the
+    # loader read both manifests itself: 5 HEADs and 3 GETs of it, 3 HEADs of loaded.json.
+    assert manifests["GET", "normalize.json"] == 2 and manifests["HEAD", "normalize.json"] == 4
+    assert manifests["HEAD", "loaded.json"] == 2 and manifests["GET", "loaded.json"] == 1
+    assert manifests["PUT", "loaded.json"] == 3  # the claim, then each table's commit
+
+
+def test_a_missing_manifest_is_one_request(s3_bucket: S3Bucket) -> None:
+    package = LoadPackage(Folder(f"{s3_bucket.url}/packages"), "1.5")
+    requests = Requests(s3_bucket)
+    assert package.read_if_present("loaded.json") is None
+    assert len(requests.since()) == 1
+    package.write("loaded.json", {"items": {"rows": 1}})
+    assert package.read_if_present("loaded.json") == {"items": {"rows": 1}}
+
+
+def test_a_folder_is_deleted_without_a_look_first(s3_bucket: S3Bucket) -> None:
+    """Deleting a package's folder asks nothing before it deletes (the deletion itself
+    finds what is there); a folder not there is no error."""
+    folder = Folder(f"{s3_bucket.url}/packages/one")
+    folder.write("loaded.json", b"{}")
+    requests = Requests(s3_bucket)
+    folder.delete()
+    assert [method for method, _ in requests.since()].count("HEAD") == 1  # the deletion's own
+    assert not folder.exists("loaded.json")
+    folder.delete()

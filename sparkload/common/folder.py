@@ -8,6 +8,7 @@ deletion.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pyarrow.fs as pafs
@@ -20,6 +21,12 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     if uri[:6].lower() == "s3a://":
         # Hadoop's name for S3 (a JVM engine's); pyarrow knows the same store as s3://.
         uri = "s3://" + uri[6:]
+    if uri[:5].lower() == "s3://":
+        # A file opened for writing starts no upload until it holds a part's worth or
+        # closes: a small file (a manifest, a lease, a staged schema) is then one PUT, not a
+        # multipart upload's three requests. An upload that fails still fails its write, at
+        # the close; an object store shows the object only once complete either way.
+        uri += "?allow_delayed_open=true"
     fs, path = pafs.FileSystem.from_uri(uri)
     return fs, str(path)
 
@@ -106,5 +113,7 @@ class Folder:
 
     def delete(self) -> None:
         """Delete the folder and everything in it (nothing happens if it is not there)."""
-        if self.exists():
+        # The deletion finds what is there itself: a look first would cost an object
+        # store two more requests (a HEAD and a listing).
+        with contextlib.suppress(FileNotFoundError):
             self._fs.delete_dir(self._path)

@@ -98,8 +98,11 @@ class LoadPackage:
         """A manifest's content. Manifests are written atomically, so one that does not
         parse was damaged afterwards (a full disk, a hand edit): the package cannot be
         trusted, and the error says how to discard it."""
+        return self._parsed(name, self.folder.read(name))
+
+    def _parsed(self, name: str, data: bytes) -> Any:
         try:
-            return orjson.loads(self.folder.read(name))
+            return orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             path = f"{self.folder.uri}/{name}"
             raise DamagedFileError(
@@ -110,6 +113,15 @@ class LoadPackage:
                 path=path,
                 load_id=self.load_id,
             ) from exc
+
+    def read_if_present(self, name: str) -> Any | None:
+        """A manifest's content (``read``), None where it is not there: one read, not a
+        look for it and then a read (in a bucket, one request fewer)."""
+        try:
+            data = self.folder.read(name)
+        except FileNotFoundError:
+            return None
+        return self._parsed(name, data)
 
     def write(self, name: str, data: object) -> None:
         """Write a manifest atomically: a crash leaves the old one or the new one, never half."""

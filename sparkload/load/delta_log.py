@@ -7,6 +7,8 @@ load already made when the load is repeated.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 import urllib.parse
 from collections.abc import Iterable, Iterator
@@ -26,8 +28,61 @@ _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 CommitStamp = tuple[int, int, int]
 
 
+class _Held:
+    """The listings taken within one ``one_listing_per_table``: of every table, or of the
+    table at ``only``."""
+
+    def __init__(self, only: str | None) -> None:
+        self.only = only
+        self.listings: dict[str, list[tuple[int, pafs.FileInfo]]] = {}
+
+    def holds(self, uri: str) -> bool:
+        return self.only is None or self.only == uri
+
+
+# The listings held in this context; None outside ``one_listing_per_table``. A context
+# variable: threads (the side-by-side commits) start outside it.
+_held: contextvars.ContextVar[_Held | None] = contextvars.ContextVar("held_listings", default=None)
+
+
+@contextlib.contextmanager
+def one_listing_per_table(only: str | None = None) -> Iterator[None]:
+    """Within: each table's log (or only the one at ``only``) is listed once, and every
+    question asked of it (does it exist, its newest commit, its schema's stamp, its newest
+    commits' tags) is answered from that listing, until this process commits to a table
+    (``forget_listings``). In a bucket each listing is a request.
+
+    For a stretch in which no other writer's commit needs to be seen: a step that reads
+    the tables and decides from them before any commit (a load's checks, the preparation
+    of its commits: the tables as of one moment, as if another writer's commit meanwhile
+    came just after the step, where the next step or the commit sees it), or a commit's
+    reads of its own table under that table's lock, where no other writer commits."""
+    token = _held.set(_Held(only))
+    try:
+        yield
+    finally:
+        _held.reset(token)
+
+
+def forget_listings() -> None:
+    """This process committed to a table: what was listed before is not its log now."""
+    held = _held.get()
+    if held is not None:
+        held.listings.clear()
+
+
 def _commit_files(uri: str) -> list[tuple[int, pafs.FileInfo]]:
-    """(version, file) of every commit file in the log, ascending; one listing."""
+    """(version, file) of every commit file in the log, ascending; one listing (or the one
+    held by ``one_listing_per_table``)."""
+    held = _held.get()
+    if held is None or not held.holds(uri):
+        return _list_commit_files(uri)
+    if uri not in held.listings:
+        held.listings[uri] = _list_commit_files(uri)
+    return held.listings[uri]
+
+
+def _list_commit_files(uri: str) -> list[tuple[int, pafs.FileInfo]]:
     fs, path = filesystem(uri)
     found = []
     for info in list_entries(fs, f"{path.rstrip('/')}/_delta_log"):

@@ -29,6 +29,7 @@ from sparkload.engine.capabilities import ignores_target_file_size, merge_commit
 from sparkload.exceptions import LoadError, SparkloadError
 from sparkload.load import (
     creation,
+    delta_log,
     destructive,
     dispositions,
     keyed_merge,
@@ -83,26 +84,28 @@ class Loader:
         on_destructive_change: str = destructive.DEFAULT_POLICY,
         recorded_keys: Mapping[str, MergeKeys] | None = None,
         on_tables: Callable[[int], None] | None = None,
+        manifest: NormalizeManifest | None = None,
     ) -> None:
         """``on_destructive_change`` applies to tables whose resource sets none;
         ``recorded_keys`` are the keys each table was last loaded with (from the state).
         ``on_tables`` is told how many tables the load commits, once they are prepared, and
-        ``on_table`` each one's name once it is committed (a progress display)."""
+        ``on_table`` each one's name once it is committed (a progress display).
+        ``manifest``: the package's normalize manifest where the caller read it already
+        (read here otherwise; in a bucket each read is two requests)."""
         self.spark = spark
         self.on_destructive_change = on_destructive_change
         self.recorded_keys = recorded_keys or {}
         self.dataset = dataset
         self.package = package
         self.load_id = package.load_id
-        manifest = NormalizeManifest.read(package)
+        if manifest is None:
+            manifest = NormalizeManifest.read(package)
         # A table a data-quality rule emptied (every row dropped) has nothing to load: its
         # family loads as one whose resource yielded no rows for it.
         self.tables = [table for table in manifest.tables if table.rows]
         self.hints = manifest.hints
         self.execution_time = datetime.datetime.fromisoformat(manifest.execution_time)
-        self.done: dict[str, dict[str, Any]] = (
-            package.read(LOADED_MANIFEST) if package.has(LOADED_MANIFEST) else {}
-        )
+        self.done: dict[str, dict[str, Any]] = package.read_if_present(LOADED_MANIFEST) or {}
         self._on_table = on_table
         self._on_tables = on_tables
         self.creates = creation.Creates(package.creates_folder)
@@ -117,8 +120,9 @@ class Loader:
         if not before; a refresh drops its tables only once the load has passed it."""
         if self._checked:
             return
-        self.notes += self._check_destructive_changes()
-        self._check_keys_and_history()
+        with delta_log.one_listing_per_table():  # the tables as of one moment
+            self.notes += self._check_destructive_changes()
+            self._check_keys_and_history()
         self._checked = True
 
     def load(self) -> list[TableLoad]:
@@ -126,10 +130,12 @@ class Loader:
         schemas first, so a load refused for a schema conflict changes no table."""
         self.check()
         commits: list[TableCommit] = []
-        for root, hints in self.hints.items():
-            family = [t for t in self.tables if t.root == root]
-            with naming_the_table(root):
-                commits += self._prepare_family(root, family, hints)
+        # Preparing reads the tables and changes none; each commit reads its table anew.
+        with delta_log.one_listing_per_table():
+            for root, hints in self.hints.items():
+                family = [t for t in self.tables if t.root == root]
+                with naming_the_table(root):
+                    commits += self._prepare_family(root, family, hints)
         if self._on_tables is not None:
             # A package resumed after a crash does not commit again what it committed.
             self._on_tables(len({commit.table for commit in commits} - set(self.done)))
@@ -320,7 +326,9 @@ class Loader:
         with naming_the_table(name):
             table = self.dataset.table(name)
             table.file_rows = self._file_rows(name)
-            if not self._already_committed(table, commit.disposition):
+            with table.one_listing():  # its questions answered as of one moment
+                committed = self._already_committed(table, commit.disposition)
+            if not committed:
                 with_commit_retry(lambda: _locked(commit.action, table), f"table '{name}'")
             settle = commit.settle
             if settle is not None:
@@ -374,8 +382,10 @@ class Loader:
 def _locked(action: TableAction, table: DeltaTable) -> None:
     """One attempt of a commit, its reads and its write, holding the table's lock
     (``table_lock``: the engine would not see another writer's commit landing between)."""
-    with table_lock.held(table):
-        action(table)
+    with table_lock.held(table) as locked:  # noqa: SIM117 (the inner one needs `locked`)
+        # Under the lock no other writer commits to the table: its reads share one listing.
+        with table.one_listing() if locked else contextlib.nullcontext():
+            action(table)
 
 
 @contextlib.contextmanager

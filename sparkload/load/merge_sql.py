@@ -20,6 +20,7 @@ from sparkload.common.sql import conjunction, qualified, quote
 from sparkload.common.system_columns import LOAD_ID
 from sparkload.engine.capabilities import merge_commits_carry_load_id
 from sparkload.engine.settings import session_settings
+from sparkload.load import delta_log
 from sparkload.load.schema_check import align_to_table, check_types
 from sparkload.load.table import DeltaTable
 
@@ -102,6 +103,7 @@ def merge_into(table: DeltaTable, source: DataFrame, on: str, clauses: Sequence[
         with _tagged(spark, load_id):
             spark.sql(statement)  # a command runs when it is sent
     finally:
+        delta_log.forget_listings()
         spark.catalog.dropTempView(view)
 
 

@@ -14,6 +14,7 @@ from sparkload.common.state_record import MergeKeys
 from sparkload.exceptions import DamagedFileError
 from sparkload.load.dataset import Dataset
 from sparkload.load.loader import Loader, TableLoad
+from sparkload.normalize.manifest import NormalizeManifest
 from sparkload.normalize.package import PARQUET
 
 if TYPE_CHECKING:  # pyspark comes with the engine extra the user installs
@@ -30,11 +31,13 @@ def load_package(
     on_destructive_change: str,
     recorded_keys: Mapping[str, MergeKeys] | None,
     before_commits: Callable[[], None],
+    manifest: NormalizeManifest | None = None,
 ) -> tuple[list[TableLoad], list[str]]:
     """Commit ``package``'s tables into ``dataset``; returns what each table loaded and the
     load's notes. ``before_commits`` runs once the load's checks pass and before its first
     commit (the refresh that drops tables: a refused load must not have dropped them);
-    ``recorded_keys`` are the keys each table was last loaded with (from the state)."""
+    ``recorded_keys`` are the keys each table was last loaded with (from the state);
+    ``manifest``: the package's normalize manifest, where the caller read it already."""
     loader = Loader(
         spark,
         dataset,
@@ -43,6 +46,7 @@ def load_package(
         on_tables=on_tables,
         on_destructive_change=on_destructive_change,
         recorded_keys=recorded_keys,
+        manifest=manifest,
     )
     # A load refused by its checks must not have dropped the refreshed tables.
     loader.check()

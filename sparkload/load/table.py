@@ -12,10 +12,12 @@ Two ways to address a table, one interface for the loader:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import threading
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -197,6 +199,12 @@ class DeltaTable:
         call); None where there is none to take."""
         return None
 
+    def one_listing(self) -> AbstractContextManager[None]:
+        """Within: this table's log listed once for every question asked of it, until this
+        process commits (``delta_log.one_listing_per_table``); for a commit's reads under
+        the table's lock. Nothing is held where the log is not read directly."""
+        return contextlib.nullcontext()
+
     def write(self, df: DataFrame, mode: str, load_id: str, **options: str) -> None:
         """One commit of ``df`` (``mode`` append or overwrite), tagged with ``load_id``."""
         # Files of bounded size hold narrow key ranges when rows arrive in key order, so a
@@ -216,7 +224,10 @@ class DeltaTable:
             writer = writer.option(STATS_COLUMNS, stats_columns(df.schema))
         for key, value in options.items():
             writer = writer.option(key, value)
-        self._save(writer, df)
+        try:
+            self._save(writer, df)
+        finally:
+            delta_log.forget_listings()
 
 
 class PathTable(DeltaTable):
@@ -273,6 +284,9 @@ class PathTable(DeltaTable):
         if not file_lock.SUPPORTED or not isinstance(fs, pafs.LocalFileSystem):
             return None
         return FileLock(Path(path))
+
+    def one_listing(self) -> AbstractContextManager[None]:
+        return delta_log.one_listing_per_table(self.uri)
 
     def _save(self, writer: DataFrameWriter, df: DataFrame) -> None:
         writer.save(self.uri)

@@ -72,17 +72,17 @@ class LockedTable(Protocol):
 
 
 @contextlib.contextmanager
-def held(table: LockedTable) -> Iterator[None]:
+def held(table: LockedTable) -> Iterator[bool]:
     """Hold ``table``'s commit lock (waiting for another writer's commit to end); nothing
-    where the table has none."""
+    where the table has none. Yields whether a lock is held."""
     lock = table.commit_lock()
     if lock is None:
-        yield
+        yield False
         return
     if not lock.try_acquire():
         logger.info("table '%s': waiting for another writer's commit to end", table.name)
         lock.acquire()
     try:
-        yield
+        yield True
     finally:
         lock.release()

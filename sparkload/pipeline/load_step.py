@@ -61,6 +61,7 @@ def load_staged(pipeline: PipelineParts) -> LoadInfo:
                 before_commits=functools.partial(
                     apply_refresh, pipeline.destination_dataset, package, normalized.refresh
                 ),
+                manifest=normalized,
             )
             step.tables = {entry.table: {"rows": entry.rows, "version": entry.version} for entry in loads}
             new_state = state_store.loads_state(normalized.state)
