@@ -1,7 +1,8 @@
 """What a JVM Spark that sparkload starts pays once rather than per start or per load: the
 Delta jars' resolution, Python workers (none), the engine check (none on a local master)
-and the row scans that the commit log answers. Each case starts JVMs of its own, so this
-folder runs only with ``--engine=spark`` (``nox -s spark``)."""
+and the row scans that the commit log answers. The cases start JVMs of their own, so this
+folder runs only with ``--engine=spark`` (``nox -s spark``): two, one after the other
+(``two_starts``), the second finding the jars the first resolved and making the loads."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import deltalake
+import pytest
 
 START = """
 import sys
@@ -35,6 +37,9 @@ logging.getLogger("sparkload.load.loader").setLevel(logging.DEBUG)
 pipeline = sl.pipeline("p", destination=sl.destinations.delta(sys.argv[1] + "/lake"),
                        pipelines_dir=sys.argv[1] + "/pl")
 tracker = pipeline.spark.sparkContext.statusTracker()
+conf = pipeline.spark.sparkContext.getConf()
+print("PACKAGES", conf.get("spark.jars.packages", ""))
+print("JARS", conf.get("spark.jars", ""))
 print("JOBS AT START", len(tracker.getJobIdsForGroup(None)))
 for start in (0, 1):
     rows = [{"id": i, "v": f"v{start}", "tags": ["a", "b"]} for i in range(start, start + 2)]
@@ -58,16 +63,30 @@ def printed(done: subprocess.CompletedProcess[str], label: str) -> str:
     return next(line for line in done.stdout.splitlines() if line.startswith(label + " "))[len(label) + 1 :]
 
 
+class TwoStarts:
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.first = run_child(START, tmp_path)
+        self.cache_after_first = (tmp_path / "cache" / "sparkload" / "delta-jars.json").is_file()
+        # Python workers made impossible: PYSPARK_PYTHON names no program.
+        self.second = run_child(LOADS, tmp_path, PYSPARK_PYTHON=str(tmp_path / "no-such-python"))
+
+
+@pytest.fixture(scope="module")
+def two_starts(tmp_path_factory: pytest.TempPathFactory) -> TwoStarts:
+    """A JVM start with an empty cache, then a second start that makes two merge loads."""
+    return TwoStarts(tmp_path_factory.mktemp("two_starts"))
+
+
 def test_the_delta_jars_resolved_by_one_start_are_given_to_the_next_and_workers_run_this_python(
-    tmp_path: Path,
+    two_starts: TwoStarts,
 ) -> None:
-    first = run_child(START, tmp_path)
+    first, second = two_starts.first, two_starts.second
     assert first.returncode == 0, first.stderr[-3000:]
     assert printed(first, "PACKAGES").startswith("io.delta:delta-spark")
     assert printed(first, "PYTHON") == f"{sys.executable} {sys.executable}"
-    assert (tmp_path / "cache" / "sparkload" / "delta-jars.json").is_file()
+    assert two_starts.cache_after_first
 
-    second = run_child(START, tmp_path)
     assert second.returncode == 0, second.stderr[-3000:]
     assert printed(second, "PACKAGES") == ""  # no Ivy resolution
     jars = printed(second, "JARS").split(",")
@@ -75,17 +94,19 @@ def test_the_delta_jars_resolved_by_one_start_are_given_to_the_next_and_workers_
     assert all(Path(jar.removeprefix("file:")).is_file() for jar in jars)
 
 
-def test_a_merge_load_runs_no_python_worker_no_engine_check_and_no_scan_for_its_rows(tmp_path: Path) -> None:
+def test_a_merge_load_runs_no_python_worker_no_engine_check_and_no_scan_for_its_rows(
+    two_starts: TwoStarts,
+) -> None:
     """With Python workers made impossible (PYSPARK_PYTHON names no program, which sparkload
     leaves as the user chose it), two merge loads with nested rows still commit: nothing
     starts a worker. The local JVM runs no job before the first load (no engine check), and
     'already committed?' is answered from the MERGE commits' userMetadata."""
-    done = run_child(LOADS, tmp_path, PYSPARK_PYTHON=str(tmp_path / "no-such-python"))
+    done = two_starts.second
     assert done.returncode == 0, done.stderr[-3000:]
     assert printed(done, "JOBS AT START") == "0"
     assert printed(done, "PYTHON") == "(unset)"
     assert "looking for rows of load" not in done.stdout
-    dataset = tmp_path / "run0" / "lake" / "p_dataset"
+    (dataset,) = two_starts.tmp_path.glob("run*/lake/p_dataset")
     rows = deltalake.DeltaTable(str(dataset / "t")).to_pyarrow_table().sort_by("id").to_pylist()
     assert [(row["id"], row["v"]) for row in rows] == [(0, "v0"), (1, "v1"), (2, "v1")]
     tags = deltalake.DeltaTable(str(dataset / "t__tags")).to_pyarrow_table()
