@@ -76,6 +76,7 @@ def extract_batch(
         for name, schema in inference.results().items():
             tables[name].json_schema = schema
         pipeline._schema_files.apply_import(tables)
+        schema_view.with_recorded_not_null(working_state, tables.values())
         schedule.refuse_bad_table_hints(tables.values())
         add_empty_replace_tables(
             batch.jobs, tables, batch.windows, resource_tables.root_tables(working_state)

@@ -80,7 +80,8 @@ _DLT_PREFIX = "_dlt"
 # -- the record in the state ---------------------------------------------------------------------
 def record(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
     """At extract: the hints of the tables it fills (each root table keeps the hints of the
-    latest extract that filled it)."""
+    latest extract that filled it, which carry the recorded NOT NULL columns: see
+    ``with_recorded_not_null``)."""
     recorded: dict[str, TableHintsRecord] = {}
     for table in tables:
         # As resource_tables records them: a table with no rows is not written, unless a
@@ -89,6 +90,29 @@ def record(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
             recorded[table.name] = _hint_record(table.resource, table.hints)
     if recorded:
         state.setdefault(SCHEMA_KEY, SchemaRecord()).setdefault("tables", {}).update(recorded)
+
+
+def with_recorded_not_null(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
+    """Give each table the ``nullable: False`` hints recorded for its columns that its
+    extract does not hint ``nullable`` itself: as in dlt, whose stored schema keeps a column
+    NOT NULL in later loads until a hint says ``nullable: True``. Normalize then refuses the
+    NULL as it does for the extract's own hints, and ``record`` keeps the hint. A table
+    dropped since (a drop or a refresh dropping its resource) is no longer recorded as
+    loaded: its hints are forgotten, as dlt drops the table from its schema."""
+    loaded = {name for names in resource_tables.root_tables(state).values() for name in names}
+    for table in tables:
+        if table.name not in loaded:
+            continue
+        kept = [
+            name
+            for name, hints in recorded_columns(state, table.name).items()
+            if hints.get("nullable") is False and "nullable" not in table.hints.columns.get(name, {})
+        ]
+        if kept:
+            columns = {name: dict(column) for name, column in table.hints.columns.items()}
+            for name in kept:
+                columns[name] = {**columns.get(name, {}), "nullable": False}
+            table.hints = dataclasses.replace(table.hints, columns=columns)
 
 
 def recorded_columns(state: PipelineState, table: str) -> dict[str, dict[str, object]]:
