@@ -33,6 +33,12 @@ def _normalized_options(disposition: Mapping[str, object]) -> dict[str, object]:
     return out
 
 
+def keys_of_columns(columns: Mapping[str, Mapping[str, object]], hint: str) -> tuple[str, ...]:
+    """The columns hinted ``hint`` (``primary_key`` or ``merge_key``), in the hints' order:
+    a key given as column hints, as dlt takes it where no key is given as a table hint."""
+    return tuple(name for name, column in columns.items() if column.get(hint))
+
+
 def load_hints(
     hints: TableHints,
     root_key: bool,
@@ -43,11 +49,14 @@ def load_hints(
     and column names normalized (hints name columns as the user wrote them)."""
     wd = hints.write_disposition
     nesting = hints.max_table_nesting if hints.max_table_nesting is not None else max_table_nesting
+    columns = {normalize_column_path(name): dict(col) for name, col in hints.columns.items()}
+    primary_key = tuple(normalize_column_path(k) for k in hints.primary_key)
+    merge_key = tuple(normalize_column_path(k) for k in hints.merge_key)
     return LoadHints(
         write_disposition=WriteDisposition(wd.disposition, wd.strategy, _normalized_options(wd.options)),
-        primary_key=tuple(normalize_column_path(k) for k in hints.primary_key),
-        merge_key=tuple(normalize_column_path(k) for k in hints.merge_key),
-        columns={normalize_column_path(name): dict(col) for name, col in hints.columns.items()},
+        primary_key=primary_key or keys_of_columns(columns, "primary_key"),
+        merge_key=merge_key or keys_of_columns(columns, "merge_key"),
+        columns=columns,
         nested_columns=nested_column_hints(hints.nested_hints),
         max_table_nesting=nesting,
         # Merge tables always carry the root key so deletes can reach nested rows.

@@ -76,15 +76,18 @@ def extract_batch(
         for name, schema in inference.results().items():
             tables[name].json_schema = schema
         pipeline._schema_files.apply_import(tables)
+        schema_view.with_recorded_not_null(working_state, tables.values())
+        schema_view.with_recorded_keys(working_state, tables.values())
         schedule.refuse_bad_table_hints(tables.values())
         add_empty_replace_tables(
             batch.jobs, tables, batch.windows, resource_tables.root_tables(working_state)
         )
         add_time_ranges(batch.jobs, tables, batch.windows)
         schedule.record_windows(working_state, batch, schedule.sources_by_resource(jobs))
+        # The hints first: what keys a table keeps depends on whether it was loaded before.
+        schema_view.record(working_state, tables.values())
         resource_tables.record(working_state, batch.jobs, tables.values())
         _record_keys(working_state, tables.values())
-        schema_view.record(working_state, tables.values())
         ExtractManifest(
             load_id=load_id,
             pipeline_name=pipeline.pipeline_name,

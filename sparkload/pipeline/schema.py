@@ -50,7 +50,7 @@ from sparkload.common.state_record import SCHEMA_KEY, PipelineState, SchemaRecor
 from sparkload.common.system_columns import ID, LIST_IDX, LOAD_ID, PARENT_ID, ROOT_ID
 from sparkload.exceptions import SparkloadConfigError, TableNotFoundError
 from sparkload.extract.jobs import ExtractedTable
-from sparkload.extract.load_hints import normalize_column_path
+from sparkload.extract.load_hints import keys_of_columns, normalize_column_path
 from sparkload.load.dataset import Dataset
 from sparkload.normalize.types import data_type_of_spark
 from sparkload.pipeline import resource_tables
@@ -79,16 +79,72 @@ _DLT_PREFIX = "_dlt"
 
 # -- the record in the state ---------------------------------------------------------------------
 def record(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
-    """At extract: the hints of the tables it fills (each root table keeps the hints of the
-    latest extract that filled it)."""
+    """At extract, before ``resource_tables.record`` counts its tables as loaded: the hints
+    of the tables it fills (each root table keeps the hints of the latest extract that
+    filled it, which carry the recorded NOT NULL columns: see ``with_recorded_not_null``).
+    A table whose extract gives no keys keeps those recorded for it, whatever its
+    disposition, as dlt's stored schema keeps them: an append or replace run in between
+    does not make a merge table keyless (``with_recorded_keys``)."""
     recorded: dict[str, TableHintsRecord] = {}
     for table in tables:
         # As resource_tables records them: a table with no rows is not written, unless a
         # replace empties it.
         if table.rows or table.hints.disposition == "replace":
-            recorded[table.name] = _hint_record(table.resource, table.hints)
+            hints = _with_keys(table.hints, recorded_keys(state, table))
+            recorded[table.name] = _hint_record(table.resource, hints)
     if recorded:
         state.setdefault(SCHEMA_KEY, SchemaRecord()).setdefault("tables", {}).update(recorded)
+
+
+def with_recorded_not_null(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
+    """Give each table the ``nullable: False`` hints recorded for its columns that its
+    extract does not hint ``nullable`` itself: as in dlt, whose stored schema keeps a column
+    NOT NULL in later loads until a hint says ``nullable: True``. Normalize then refuses the
+    NULL as it does for the extract's own hints, and ``record`` keeps the hint. A table
+    dropped since (a drop or a refresh dropping its resource) is no longer recorded as
+    loaded: its hints are forgotten, as dlt drops the table from its schema."""
+    loaded = {name for names in resource_tables.root_tables(state).values() for name in names}
+    for table in tables:
+        if table.name not in loaded:
+            continue
+        kept = [
+            name
+            for name, hints in recorded_columns(state, table.name).items()
+            if hints.get("nullable") is False and "nullable" not in table.hints.columns.get(name, {})
+        ]
+        if kept:
+            columns = {name: dict(column) for name, column in table.hints.columns.items()}
+            for name in kept:
+                columns[name] = {**columns.get(name, {}), "nullable": False}
+            table.hints = dataclasses.replace(table.hints, columns=columns)
+
+
+def with_recorded_keys(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
+    """Give each merged table whose extract gives neither key the keys recorded for it: as
+    in dlt, whose stored schema keeps the keys given once (by a column hint, ``primary_key=``
+    or an imported schema), so a later merge without them merges on them instead of
+    appending duplicate keys. An extract giving a key keeps its own (a change of keys stays
+    ``destructive``'s to judge); a table dropped since has no keys recorded."""
+    for table in tables:
+        if table.hints.disposition == "merge":
+            table.hints = _with_keys(table.hints, recorded_keys(state, table))
+
+
+def recorded_keys(state: PipelineState, table: ExtractedTable) -> dict[str, tuple[str, ...]]:
+    """The keys recorded for ``table`` when its extract gives none and it is still loaded
+    (a drop or a refresh dropping its resource forgets them, as dlt drops the table from its
+    schema); empty otherwise."""
+    if table.hints.primary_key or table.hints.merge_key:
+        return {}
+    loaded = {name for names in resource_tables.root_tables(state).values() for name in names}
+    if table.name not in loaded:
+        return {}
+    entry = ((state.get(SCHEMA_KEY) or {}).get("tables") or {}).get(table.name) or {}
+    return {hint: tuple(entry[hint]) for hint in KEY_HINTS if entry.get(hint)}
+
+
+def _with_keys(hints: LoadHints, keys: Mapping[str, tuple[str, ...]]) -> LoadHints:
+    return dataclasses.replace(hints, **keys) if keys else hints  # type: ignore[arg-type]
 
 
 def recorded_columns(state: PipelineState, table: str) -> dict[str, dict[str, object]]:
@@ -454,13 +510,9 @@ def _with_imported(hints: LoadHints, imported: Mapping[str, Mapping[str, object]
         own = {hint: value for hint, value in column.items() if hint in IMPORTED_COLUMN_HINTS}
         if own:
             columns[name] = {**own, **columns.get(name, {})}
-
-    def imported_key(hint: str) -> tuple[str, ...]:
-        return tuple(name for name, column in imported.items() if column.get(hint))
-
     return dataclasses.replace(
         hints,
         columns=columns,
-        primary_key=hints.primary_key or imported_key("primary_key"),
-        merge_key=hints.merge_key or imported_key("merge_key"),
+        primary_key=hints.primary_key or keys_of_columns(imported, "primary_key"),
+        merge_key=hints.merge_key or keys_of_columns(imported, "merge_key"),
     )
