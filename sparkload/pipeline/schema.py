@@ -103,7 +103,7 @@ def with_recorded_not_null(state: PipelineState, tables: Iterable[ExtractedTable
     NULL as it does for the extract's own hints, and ``record`` keeps the hint. A table
     dropped since (a drop or a refresh dropping its resource) is no longer recorded as
     loaded: its hints are forgotten, as dlt drops the table from its schema."""
-    loaded = {name for names in resource_tables.root_tables(state).values() for name in names}
+    loaded = _loaded_tables(state)
     for table in tables:
         if table.name not in loaded:
             continue
@@ -136,7 +136,7 @@ def recorded_keys(state: PipelineState, table: ExtractedTable) -> dict[str, tupl
     schema); empty otherwise."""
     if table.hints.primary_key or table.hints.merge_key:
         return {}
-    loaded = {name for names in resource_tables.root_tables(state).values() for name in names}
+    loaded = _loaded_tables(state)
     if table.name not in loaded:
         return {}
     entry = ((state.get(SCHEMA_KEY) or {}).get("tables") or {}).get(table.name) or {}
@@ -144,7 +144,18 @@ def recorded_keys(state: PipelineState, table: ExtractedTable) -> dict[str, tupl
 
 
 def _with_keys(hints: LoadHints, keys: Mapping[str, tuple[str, ...]]) -> LoadHints:
-    return dataclasses.replace(hints, **keys) if keys else hints  # type: ignore[arg-type]
+    if not keys:
+        return hints
+    return dataclasses.replace(
+        hints,
+        primary_key=keys.get("primary_key", hints.primary_key),
+        merge_key=keys.get("merge_key", hints.merge_key),
+    )
+
+
+def _loaded_tables(state: PipelineState) -> set[str]:
+    """The tables the state records as loaded (a drop or a dropping refresh removes them)."""
+    return {name for names in resource_tables.root_tables(state).values() for name in names}
 
 
 def recorded_columns(state: PipelineState, table: str) -> dict[str, dict[str, object]]:
