@@ -32,6 +32,7 @@ import sparkload as sl
 from sparkload.common.package import NORMALIZE_MANIFEST, LoadPackage
 from sparkload.load import loader as loader_module
 from sparkload.pipeline import pipeline as pipeline_module
+from sparkload.pipeline import run_step
 from sparkload.pipeline import state as state_store
 
 DAY0 = datetime.datetime(2024, 3, 1, tzinfo=datetime.timezone.utc)
@@ -68,7 +69,7 @@ def before(owner: Any, name: str) -> None:
 
 def arm(point: str) -> None:
     if point == "extract":
-        after(pipeline_module.Pipeline, "_extract_batch")
+        after(run_step, "extract_batch")  # each batch of a run, as run() extracts it
     elif point == "staged":
         after(LoadPackage, "write", lambda _self, name, _data: name == NORMALIZE_MANIFEST)
     elif point == "normalize":

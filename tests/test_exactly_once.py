@@ -31,6 +31,16 @@ from sparkload.common.system_columns import ID, PARENT_ID, SYSTEM_COLUMNS
 from sparkload.pipeline.state import STATE_TABLE, loads_state
 
 CHILD = Path(__file__).with_name("crash_child.py")
+
+
+def _child_environment() -> dict[str, str]:
+    """The child imports the sparkload of this checkout, which its kill points patch by
+    name, whatever sparkload the interpreter has installed (a second checkout's, say)."""
+    checkout = str(CHILD.parent.parent)
+    path = os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, RUST_LOG="error", PYTHONPATH=path)
+
+
 # Every attempt is a process of its own; on the JVM engine each starts a JVM (half a
 # minute an attempt), so there the schedule is two days and kills land on the second
 # (loads into existing tables) only.
@@ -77,7 +87,7 @@ class Attempts:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=dict(os.environ, RUST_LOG="error"),
+            env=_child_environment(),
         )
         assert process.stdout is not None
         assert process.stdout.readline().strip() == "STARTED"
