@@ -141,11 +141,23 @@ def spark(session: nox.Session) -> None:
     """The matrix on Apache Spark (JVM, local[2]) with delta-spark, in the process and behind
     Apache Spark's own Spark Connect server; Ivy fetches the Delta jars once into ~/.ivy2."""
     session.install("-e", ".[spark,test]")
+    env = _fast_jvm_starts(session)
     if session.posargs:
-        session.run("pytest", *session.posargs)
+        session.run("pytest", *session.posargs, env=env)
         return
-    session.run("pytest", *_marked("spark", "jvm", session, workers=()))
-    session.run("pytest", *_marked("spark-connect", "spark_connect", session, workers=()))
+    session.run("pytest", *_marked("spark", "jvm", session, workers=()), env=env)
+    session.run("pytest", *_marked("spark-connect", "spark_connect", session, workers=()), env=env)
+
+
+def _fast_jvm_starts(session: nox.Session) -> dict[str, str]:
+    """``JDK_JAVA_OPTIONS`` for every JVM the session's tests start: a class-data archive of
+    Spark's classes, dumped here, and the JIT's first tier for the short-lived ones
+    (tests/jvm_class_archive.py)."""
+    archive = Path(session.create_tmp()).resolve() / "spark-classes.jsa"
+    printed = session.run("python", "tests/jvm_class_archive.py", str(archive), silent=True)
+    options = str(printed).strip().splitlines()[-1]
+    session.log(f"JDK_JAVA_OPTIONS={options}")
+    return {"JDK_JAVA_OPTIONS": options}
 
 
 @nox.session

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jvm_class_archive
 import pytest
 from servers import free_port
 
@@ -91,6 +92,30 @@ def start(engine: str) -> None:
     # For the whole process too, not only inside each test: module-scoped fixtures start
     # subprocesses before any test's own settings apply.
     os.environ.update(environment(engine))
+    if engine == "spark":
+        _start_own_jvm()
+
+
+def _start_own_jvm() -> None:
+    """The test process's own JVM, which runs every in-process test, started now while the
+    optimizing JIT can be given to it alone (tests/jvm_class_archive.py). Its output goes to
+    a log file, as it would to the capture of the test that started it."""
+    from sparkload.engine.session import session_for
+
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"spark-jvm-{os.getpid()}.log"
+    with jvm_class_archive.optimizing_jit(), log.open("ab") as output:
+        kept = [os.dup(1), os.dup(2)]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(output.fileno(), 1)
+        os.dup2(output.fileno(), 2)
+        try:
+            session_for(JVM_MASTER)
+        finally:
+            os.dup2(kept[0], 1)
+            os.dup2(kept[1], 2)
+            for fd in kept:
+                os.close(fd)
 
 
 def _start_server(engine: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -171,7 +196,8 @@ def start_spark_connect_server() -> tuple[subprocess.Popen[bytes], str]:
         command += ["--conf", f"{key}={value}"]
     command += ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "spark-internal"]
     log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"spark-connect-{port}.log"), "wb")  # noqa: SIM115
-    process = subprocess.Popen(command, env=dict(os.environ, SPARK_HOME=home), stdout=log, stderr=log)
+    with jvm_class_archive.optimizing_jit():
+        process = subprocess.Popen(command, env=dict(os.environ, SPARK_HOME=home), stdout=log, stderr=log)
     return process, wait_for_port(process, port, command, 180)
 
 
