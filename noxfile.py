@@ -125,8 +125,10 @@ DURATIONS = ("--durations=15",)
 # one core of two busy. Not for the JVM runs: in one process most tests share one warmed JVM
 # session, where two workers each pay a JVM's start and warm-up and share the two cores
 # between two local[2] JVMs (four JVM tests took 3 min 8 s on two workers, 1 min 40 s on
-# one); nor for tests/airflow (one Airflow home) or tests/dlt_templates (a MariaDB on a
-# fixed port in a namespace).
+# one; the whole `-m jvm` set, its child processes' JVMs started faster, 10 min 27 s on two
+# workers and 10 min 39 s on one, whose one process already kept 1.5 cores of two busy);
+# nor for tests/airflow (one Airflow home) or tests/dlt_templates (a MariaDB on a fixed port
+# in a namespace).
 WORKERS = ("-n", "2")
 
 

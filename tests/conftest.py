@@ -71,7 +71,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     engine = config.getoption("--engine")
-    # With pytest-xdist (`-n 2`) the controller runs no test: each worker starts the
+    # With pytest-xdist (`-n 3`) the controller runs no test: each worker starts the
     # engine's server of its own, so that two workers never share a server's catalog or
     # session. The controller only prepares what the workers would otherwise race for.
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
