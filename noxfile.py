@@ -155,7 +155,10 @@ def _fast_jvm_starts(session: nox.Session) -> dict[str, str]:
     """``JDK_JAVA_OPTIONS`` for every JVM the session's tests start: a class-data archive of
     Spark's classes, dumped here, and the JIT's first tier for the short-lived ones
     (tests/jvm_class_archive.py)."""
-    archive = Path(session.create_tmp()).resolve() / "spark-classes.jsa"
+    # In the session's virtualenv, whose jars it holds the classes of; not in the session's
+    # tmp folder, whose creation would move TMPDIR there, out of reach of the PostgreSQL
+    # server the JDBC test starts as another user.
+    archive = Path(str(session.virtualenv.location)).resolve() / "spark-classes.jsa"
     printed = session.run("python", "tests/jvm_class_archive.py", str(archive), silent=True)
     options = str(printed).strip().splitlines()[-1]
     session.log(f"JDK_JAVA_OPTIONS={options}")

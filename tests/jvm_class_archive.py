@@ -1,6 +1,6 @@
-"""Faster JVM starts for the JVM test sessions (`nox -s spark`, `nox -s standalone`).
+"""Faster JVM starts for the JVM test session (`nox -s spark`).
 
-Those sessions start dozens of JVMs: the test process's own, and one per child process a
+It starts dozens of JVMs: the test process's own, and one per child process a
 test runs (a kill, a second machine, a session sparkload starts). Each spends most of its
 first seconds loading Spark's classes and compiling them. Two settings of the JDK cut that
 by about 40 % on a two-core machine (12.8 s → 7.5 s for a start and a first Delta write):
@@ -12,11 +12,11 @@ by about 40 % on a two-core machine (12.8 s → 7.5 s for a start and a first De
   it saves.
 
 Both reach every JVM through ``JDK_JAVA_OPTIONS`` (``jdk_options``), which the ``java``
-launcher reads. A JVM that runs a whole session's statements (the test process's own, a
-Spark Connect server, a standalone cluster's) is started with the optimizing tier
+launcher reads. A JVM that runs a whole session's statements (the test process's own, the
+Spark Connect server) is started with the optimizing tier
 (``optimizing_jit``): with the first tier only, the in-process tests took half as long
 again. These are test settings, not sparkload's. A JVM whose class path differs from the
-archive's (a launcher, a standalone worker) starts as before: the archive is only a hint.
+archive's (spark-submit's launcher) starts as before: the archive is only a hint.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def optimizing_jit() -> Iterator[None]:
 
 
 def dump(archive: Path) -> None:
-    """Dump the archive of a JVM that ran a Delta load (about 20 s, 200 MB). A failed dump
+    """Dump the archive of a JVM that ran a Delta load (about a minute, 190 MB). A failed dump
     leaves no archive, and the tests run without one."""
     archive.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as folder:
