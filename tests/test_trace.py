@@ -477,3 +477,15 @@ def test_a_secret_of_four_characters_or_more_is_replaced_anywhere_and_a_shorter_
     record_secret("Zk81wq")
 
     assert redact_text("key=q7z, page 2, load 1.2, Zk81wqZk81wq") == "key=q7z, page 2, load 1.2, ******"
+
+
+def test_a_secret_of_digits_is_replaced_as_a_whole_number_and_never_inside_a_timestamp() -> None:
+    """A database port among a source's credentials is a secret of digits; inside a trace's
+    timestamps and load ids it is only part of a longer number, and replacing it there made
+    the trace unreadable ("Invalid isoformat string: '...21.5***6+00:00'")."""
+    record_secret(54329)
+    assert redact_text("port 54329, at 22:36:21.543291 and 21.154329, load 1764254329.1") == (
+        "port ***, at 22:36:21.543291 and 21.154329, load 1764254329.1"
+    )
+    record_secret("7c54329x")  # a secret of letters and digits stays replaced anywhere
+    assert redact_text("k7c54329xk") == "k***k"

@@ -116,8 +116,18 @@ def _secret_pattern() -> re.Pattern[str] | None:
         if _pattern is None and _secrets:
             # Longest first, so a secret containing another is replaced whole.
             texts = sorted(_secrets, key=len, reverse=True)
-            _pattern = re.compile("|".join(re.escape(text) for text in texts))
+            _pattern = re.compile("|".join(_secret_regex(text) for text in texts))
         return _pattern
+
+
+def _secret_regex(text: str) -> str:
+    """The pattern of one secret. A secret of digits only (a database port, an account
+    number) is replaced where it stands as a whole number, not inside a longer one: a trace's
+    timestamps and load ids are runs of digits, and a port of 5432 inside a timestamp's
+    microseconds made the trace unreadable."""
+    if text.isdigit():
+        return rf"(?<!\d){re.escape(text)}(?!\d)"
+    return re.escape(text)
 
 
 def _secret_texts(value: object) -> Iterator[str]:
