@@ -5,15 +5,20 @@ documentation site, warnings as errors), `nox -s dlt_diff`
 (time intervals compared with SQLMesh's own scheduler), and
 the engine matrix: `nox -s spark` (JVM Spark + delta-spark), `nox -s connect` (a Sail Spark
 Connect server in another process), `nox -s cluster` (Sail's local-cluster mode), and
-`nox -s standalone` (an Apache Spark standalone cluster, tables in a bucket)."""
+`nox -s standalone` (an Apache Spark standalone cluster, tables in a bucket); `nox -s ci` runs
+every session `.ci/run` runs after the main suite, in two lanes side by side."""
 
 from __future__ import annotations
 
 import glob
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import threading
 from pathlib import Path
+from typing import IO
 
 import nox
 
@@ -238,6 +243,56 @@ def lint(session: nox.Session) -> None:
     session.run("mypy", "--strict", "--follow-imports=silent", "sparkload/common")
     # Stages depend downward only (the contract in pyproject.toml).
     session.run("lint-imports")
+
+
+# The sessions `.ci/run` runs after the main suite, in two lanes side by side. Alone, the
+# JVM session keeps about 1.4 cores of two busy and the others between one and 1.7, with
+# installs and server starts that wait on the network and the disk; side by side the two
+# lanes fill the machine. The JVM session is one lane (the longest), everything else the
+# other, the standalone cluster's JVMs last, when the JVM session is near its end.
+CI_LANES: tuple[tuple[str, ...], ...] = (
+    ("spark",),
+    ("lint", "docs", "wheel", "airflow", "connect", "cluster", "dlt_diff", "sqlmesh_diff", "standalone"),
+)
+
+
+@nox.session(venv_backend="none")
+def ci(session: nox.Session) -> None:
+    """Every session CI runs after the main suite (CI_LANES), each lane a nox process of its
+    own; their output interleaved line by line, each line led by its lane's first session.
+    Fails when any session of any lane fails, after every lane has ended. Other lanes may
+    be given, one argument each: ``nox -s ci -- spark "connect cluster"``."""
+    lanes = [tuple(arg.split()) for arg in session.posargs] or CI_LANES
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "nox", "-s", *lane],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        for lane in lanes
+    ]
+    width = max(len(lane[0]) for lane in lanes)
+    echoes = [
+        threading.Thread(target=_echo, args=(run.stdout, lane[0].ljust(width)))
+        for run, lane in zip(runs, lanes, strict=True)
+    ]
+    for echo in echoes:
+        echo.start()
+    failed = [" ".join(lane) for run, lane in zip(runs, lanes, strict=True) if run.wait() != 0]
+    for echo in echoes:
+        echo.join()
+    if failed:
+        session.error(f"a session failed in: {'; '.join(failed)}")
+
+
+def _echo(stream: IO[str] | None, lane: str) -> None:
+    """Print a lane's output as it comes, each line led by the lane's name."""
+    assert stream is not None
+    for line in stream:
+        print(f"{lane} | {line}", end="", flush=True)
 
 
 @nox.session

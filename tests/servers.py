@@ -29,8 +29,11 @@ def install_on_ci(package: str) -> None:
     if os.geteuid() != 0 or not os.environ.get("CI") or not shutil.which("apt-get"):
         return
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update"], check=False, env=env, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", package], check=False, env=env, capture_output=True)
+    # Test runs side by side (`nox -s ci`'s lanes) may install at once: the second waits
+    # for dpkg's lock instead of failing on it.
+    wait = ["-o", "DPkg::Lock::Timeout=600"]
+    subprocess.run(["apt-get", *wait, "update"], check=False, env=env, capture_output=True)
+    subprocess.run(["apt-get", *wait, "install", "-y", package], check=False, env=env, capture_output=True)
 
 
 def stop(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
