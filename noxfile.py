@@ -3,7 +3,8 @@
 documentation site, warnings as errors), `nox -s dlt_diff`
 (the same dlt scripts run by dlt and by sparkload, their tables compared), `nox -s sqlmesh_diff`
 (time intervals compared with SQLMesh's own scheduler), and
-the engine matrix: `nox -s spark` (JVM Spark + delta-spark), `nox -s connect` (a Sail Spark
+the engine matrix: `nox -s spark` (JVM Spark + delta-spark), `nox -s spark_connect` (Apache
+Spark's own Spark Connect server), `nox -s connect` (a Sail Spark
 Connect server in another process), `nox -s cluster` (Sail's local-cluster mode), and
 `nox -s standalone` (an Apache Spark standalone cluster, tables in a bucket); `nox -s ci` runs
 every session `.ci/run` runs after the main suite, in two lanes side by side."""
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import IO
 
@@ -145,15 +147,23 @@ def _marked(engine: str, marker: str, session: nox.Session, workers: tuple[str, 
 
 @nox.session
 def spark(session: nox.Session) -> None:
-    """The matrix on Apache Spark (JVM, local[2]) with delta-spark, in the process and behind
-    Apache Spark's own Spark Connect server; Ivy fetches the Delta jars once into ~/.ivy2."""
+    """The matrix on Apache Spark (JVM, local[2]) with delta-spark, in the process; Ivy
+    fetches the Delta jars once into ~/.ivy2."""
     session.install("-e", ".[spark,test]")
     env = _fast_jvm_starts(session)
     if session.posargs:
         session.run("pytest", *session.posargs, env=env)
         return
     session.run("pytest", *_marked("spark", "jvm", session, workers=()), env=env)
-    session.run("pytest", *_marked("spark-connect", "spark_connect", session, workers=()), env=env)
+
+
+@nox.session
+def spark_connect(session: nox.Session) -> None:
+    """The matrix behind Apache Spark's own Spark Connect server (a JVM with delta-spark).
+    A session of its own, not a second run of `spark`'s: beside the JVM session in
+    `nox -s ci`'s other lane. Its one JVM, the server, keeps Java's defaults."""
+    session.install("-e", ".[spark,test]")
+    session.run("pytest", *_marked("spark-connect", "spark_connect", session, workers=()))
 
 
 def _fast_jvm_starts(session: nox.Session) -> dict[str, str]:
@@ -170,17 +180,21 @@ def _fast_jvm_starts(session: nox.Session) -> dict[str, str]:
     return {"JDK_JAVA_OPTIONS": options}
 
 
-@nox.session
+# The sessions whose packages are exactly the suite's own (`pip install -e ".[local,test]"`,
+# README's test command) run in the environment nox itself runs in, the suite's: a
+# virtualenv of their own would install the same packages again, four times over.
+SUITE_ENVIRONMENT = "none"
+
+
+@nox.session(venv_backend=SUITE_ENVIRONMENT)
 def connect(session: nox.Session) -> None:
     """The matrix on a Sail Spark Connect server in another process."""
-    session.install("-e", ".[local,test]")
     session.run("pytest", *_marked("connect", "connect", session))
 
 
-@nox.session
+@nox.session(venv_backend=SUITE_ENVIRONMENT)
 def cluster(session: nox.Session) -> None:
     """The matrix on Sail's local-cluster mode (driver and worker actors, in another process)."""
-    session.install("-e", ".[local,test]")
     session.run("pytest", *_marked("cluster", "cluster", session))
 
 
@@ -196,24 +210,22 @@ def standalone(session: nox.Session) -> None:
     session.run("pytest", "--run-standalone", *DURATIONS, *(session.posargs or ["tests/standalone"]))
 
 
-@nox.session
+@nox.session(venv_backend=SUITE_ENVIRONMENT)
 def dlt_diff(session: nox.Session) -> None:
     """The differential cases (tests/dlt_diff): each dlt script run by dlt itself on duckdb and
     by sparkload on Delta, the tables compared cell for cell; and dlt's own `dlt init`
     templates, read from the installed dlt and run both ways (tests/dlt_templates). dlt gets a
     virtualenv of its own (benchmarks/dlt_env.py), installed here on first use and reused after."""
-    session.install("-e", ".[local,test]")
     session.run("python", "benchmarks/dlt_env.py", "--duckdb", "--templates")
     session.run("pytest", "tests/dlt_diff", "tests/dlt_templates", "--run-dlt-diff", *session.posargs)
 
 
-@nox.session
+@nox.session(venv_backend=SUITE_ENVIRONMENT)
 def sqlmesh_diff(session: nox.Session) -> None:
     """The time intervals of a generated grid of schedules (tests/sqlmesh_diff): each run by
     SQLMesh's own scheduler on an INCREMENTAL_BY_TIME_RANGE model and by sparkload on the same
     resource, the windows loaded run by run compared. SQLMesh gets a virtualenv of its own
     (benchmarks/sqlmesh_env.py), installed here on first use and reused after."""
-    session.install("-e", ".[local,test]")
     session.run("python", "benchmarks/sqlmesh_env.py")
     session.run("pytest", "tests/sqlmesh_diff", "--run-sqlmesh-diff", *session.posargs)
 
@@ -248,18 +260,21 @@ def lint(session: nox.Session) -> None:
 # The sessions `.ci/run` runs after the main suite, in two lanes side by side. Alone, the
 # JVM session keeps about 1.4 cores of two busy and the others between one and 1.7, with
 # installs and server starts that wait on the network and the disk; side by side the two
-# lanes fill the machine. The JVM session is one lane (the longest), everything else the
-# other, the standalone cluster's JVMs last, when the JVM session is near its end.
+# lanes keep 1.9 busy. The lanes take about as long as each other: the JVM session and the
+# standalone cluster in one, everything else in the other. Apache Spark's Spark Connect
+# server resolves its jars with Ivy as it starts: after `connect` and `cluster`, when the
+# JVM session's own first resolutions (the Delta jars, hadoop-aws) are long done, so that
+# no two JVMs fetch a jar into Ivy's cache at once.
 CI_LANES: tuple[tuple[str, ...], ...] = (
-    ("spark",),
-    ("lint", "docs", "wheel", "airflow", "connect", "cluster", "dlt_diff", "sqlmesh_diff", "standalone"),
+    ("spark", "standalone"),
+    ("lint", "docs", "wheel", "airflow", "connect", "cluster", "spark_connect", "dlt_diff", "sqlmesh_diff"),
 )
 
 
 @nox.session(venv_backend="none")
 def ci(session: nox.Session) -> None:
     """Every session CI runs after the main suite (CI_LANES), each lane a nox process of its
-    own; their output interleaved line by line, each line led by its lane's first session.
+    own; their output interleaved line by line, each line led by the time and its session.
     Fails when any session of any lane fails, after every lane has ended. Other lanes may
     be given, one argument each: ``nox -s ci -- spark "connect cluster"``."""
     lanes = [tuple(arg.split()) for arg in session.posargs] or CI_LANES
@@ -274,11 +289,8 @@ def ci(session: nox.Session) -> None:
         )
         for lane in lanes
     ]
-    width = max(len(lane[0]) for lane in lanes)
-    echoes = [
-        threading.Thread(target=_echo, args=(run.stdout, lane[0].ljust(width)))
-        for run, lane in zip(runs, lanes, strict=True)
-    ]
+    width = max(len(name) for lane in lanes for name in lane)
+    echoes = [threading.Thread(target=_echo, args=(run.stdout, width)) for run in runs]
     for echo in echoes:
         echo.start()
     failed = [" ".join(lane) for run, lane in zip(runs, lanes, strict=True) if run.wait() != 0]
@@ -288,11 +300,15 @@ def ci(session: nox.Session) -> None:
         session.error(f"a session failed in: {'; '.join(failed)}")
 
 
-def _echo(stream: IO[str] | None, lane: str) -> None:
-    """Print a lane's output as it comes, each line led by the lane's name."""
+def _echo(stream: IO[str] | None, width: int) -> None:
+    """Print a lane's output as it comes, each line led by the time and the session it is
+    from (nox's "Running session" line names it)."""
     assert stream is not None
+    current = ""
     for line in stream:
-        print(f"{lane} | {line}", end="", flush=True)
+        if line.startswith("nox > Running session "):
+            current = line.removeprefix("nox > Running session ").strip()
+        print(f"{time.strftime('%H:%M:%S')} {current.ljust(width)} | {line}", end="", flush=True)
 
 
 @nox.session

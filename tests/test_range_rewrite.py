@@ -214,7 +214,9 @@ def lists_by_id(pipeline: sl.Pipeline) -> dict[int, list[str]]:
     return {key: [value for _, value in sorted(items)] for key, items in lists.items()}
 
 
-@pytest.mark.parametrize("strategy", [pytest.param("delete-insert", marks=pytest.mark.jvm), "upsert"])
+# Not on the JVM: tests/jvm/test_jvm_nested.py shows the same bounded nested merge there,
+# from delta-spark's own MERGE metrics.
+@pytest.mark.parametrize("strategy", ["delete-insert", "upsert"])
 def test_nested_rows_of_replaced_root_rows_are_replaced_reading_only_their_files(
     pipeline: sl.Pipeline, strategy: str
 ) -> None:
