@@ -260,14 +260,26 @@ def lint(session: nox.Session) -> None:
 # The sessions `.ci/run` runs after the main suite, in two lanes side by side. Alone, the
 # JVM session keeps about 1.4 cores of two busy and the others between one and 1.7, with
 # installs and server starts that wait on the network and the disk; side by side the two
-# lanes keep 1.9 busy. The lanes take about as long as each other: the JVM session and the
-# standalone cluster in one, everything else in the other. Apache Spark's Spark Connect
-# server resolves its jars with Ivy as it starts: after `connect` and `cluster`, when the
-# JVM session's own first resolutions (the Delta jars, hadoop-aws) are long done, so that
-# no two JVMs fetch a jar into Ivy's cache at once.
+# lanes keep 1.9 busy. The lanes take about as long as each other: the JVM session in one
+# (15 minutes there), everything else in the other. Apache Spark's Spark Connect server
+# resolves its jars with Ivy as it starts: after `connect` and `cluster`, when the JVM
+# session's own first resolutions (the Delta jars, hadoop-aws) are long done, so that no two
+# JVMs fetch a jar into Ivy's cache at once; the standalone cluster, whose JVMs find the jars
+# the JVM session resolved, last.
 CI_LANES: tuple[tuple[str, ...], ...] = (
-    ("spark", "standalone"),
-    ("lint", "docs", "wheel", "airflow", "connect", "cluster", "spark_connect", "dlt_diff", "sqlmesh_diff"),
+    ("spark",),
+    (
+        "lint",
+        "docs",
+        "wheel",
+        "airflow",
+        "connect",
+        "cluster",
+        "spark_connect",
+        "dlt_diff",
+        "sqlmesh_diff",
+        "standalone",
+    ),
 )
 
 
