@@ -261,12 +261,12 @@ def lint(session: nox.Session) -> None:
 # JVM session keeps about 1.4 cores of two busy and the others between one and 1.7, with
 # installs and server starts that wait on the network and the disk; side by side the two
 # lanes keep 1.9 busy. The lanes take about as long as each other: the JVM session (15
-# minutes there) and the standalone cluster in one, everything else in the other (the
-# standalone cluster at the other's end, beside the JVM session's, took 25 min 39 s in all
-# against 24 min 15 s so, docs/engines.md). Apache Spark's Spark Connect server resolves its
-# jars with Ivy as it starts: after `connect` and `cluster`, when the JVM session's own first
-# resolutions (the Delta jars, hadoop-aws) are long done, so that no two JVMs fetch a jar
-# into Ivy's cache at once.
+# minutes there) and the standalone cluster after it in one, everything else in the other
+# (the standalone cluster at the other lane's end ran beside the JVM session's end, and the
+# whole took longer: docs/engines.md, "Two lanes side by side"). Apache Spark's Spark
+# Connect server resolves its jars with Ivy as it starts: after `connect` and `cluster`, when
+# the JVM session's own first resolutions (the Delta jars, hadoop-aws) are long done, so
+# that no two JVMs fetch a jar into Ivy's cache at once.
 CI_LANES: tuple[tuple[str, ...], ...] = (
     ("spark", "standalone"),
     ("lint", "docs", "wheel", "airflow", "connect", "cluster", "spark_connect", "dlt_diff", "sqlmesh_diff"),
