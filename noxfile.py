@@ -268,8 +268,19 @@ def lint(session: nox.Session) -> None:
 # the JVM session's own first resolutions (the Delta jars, hadoop-aws) are long done, so
 # that no two JVMs fetch a jar into Ivy's cache at once.
 CI_LANES: tuple[tuple[str, ...], ...] = (
-    ("spark", "standalone"),
-    ("lint", "docs", "wheel", "airflow", "connect", "cluster", "spark_connect", "dlt_diff", "sqlmesh_diff"),
+    ("spark",),
+    (
+        "lint",
+        "docs",
+        "wheel",
+        "airflow",
+        "connect",
+        "cluster",
+        "spark_connect",
+        "dlt_diff",
+        "sqlmesh_diff",
+        "standalone",
+    ),
 )
 
 

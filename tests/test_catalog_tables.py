@@ -184,7 +184,6 @@ def test_a_new_working_directory_resumes_from_the_state_table_in_the_catalog(
 
 
 @pytest.mark.jvm
-@pytest.mark.spark_connect
 def test_a_load_finished_after_a_failure_commits_nothing_twice(
     catalog_pipeline: sl.Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -330,7 +329,6 @@ def test_a_destination_is_a_path_or_a_catalog(
 
 
 @pytest.mark.jvm
-@pytest.mark.spark_connect
 def test_a_history_this_process_cannot_read_stops_the_load_before_any_commit(
     catalog_pipeline: sl.Pipeline, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -19,7 +19,7 @@ import sparkload as sl
 from sparkload.load import compaction
 from sparkload.pipeline.state import STATE_TABLE
 
-EVERY = 4
+EVERY = 2
 
 
 @pytest.fixture(autouse=True)

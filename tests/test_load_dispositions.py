@@ -56,7 +56,6 @@ def versions(pipeline: sl.Pipeline, *tables: str) -> dict[str, int]:
 
 # -- append -------------------------------------------------------------------------------------
 @pytest.mark.connect
-@pytest.mark.jvm
 def test_append_twice_doubles_rows_and_nested_rows(pipeline: sl.Pipeline) -> None:
     data = [{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": ["c"]}]
     first = pipeline.run(data, table_name="events")
@@ -175,7 +174,6 @@ def merge(
 
 
 @pytest.mark.connect
-@pytest.mark.jvm
 def test_merge_updates_and_inserts_in_one_run(pipeline: sl.Pipeline) -> None:
     merge(pipeline, [{"id": 1, "name": "ada"}, {"id": 2, "name": "bob"}])
     before = delta_version(pipeline, "users")
@@ -324,7 +322,6 @@ def test_merge_deduplicated_option(pipeline: sl.Pipeline, deduplicated: bool, ro
 
 
 @pytest.mark.connect
-@pytest.mark.jvm
 def test_merge_replaces_nested_rows_of_updated_roots_only(pipeline: sl.Pipeline) -> None:
     merge(
         pipeline,

@@ -332,7 +332,6 @@ def ids_by_version(pipeline: sl.Pipeline) -> dict[tuple[Any, ...], str]:
     return seen[0]
 
 
-@pytest.mark.jvm
 def test_dlt_scd2_full_extract_example(pipeline: sl.Pipeline) -> None:
     # first run — 2024-04-09 18:27:53.734235
     pipeline.run(

@@ -64,6 +64,9 @@ class Oracle:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         # No telemetry or anonymous usage data leaves the machine.
         env["SQLMESH__DISABLE_ANONYMIZED_ANALYTICS"] = "1"
+        # SQLMesh loads a project's models in a pool of forked processes, one per core: for
+        # a project of one model, forking cost more than half of the oracle's time.
+        env["MAX_FORK_WORKERS"] = "1"
         # A file, not a pipe: a pipe nobody reads until the end would stall a chatty child.
         self.stderr = folder / "sqlmesh_oracle.stderr"
         with self.stderr.open("w") as stderr:
