@@ -234,10 +234,11 @@ def customers(rows: list[dict[str, Any]]) -> Any:
 
 
 # A JVM Spark's loads into a bucket through s3a run in tests/standalone, on a cluster whose
-# executors cannot see the working folder: `-m jvm` does not repeat them on local[2].
+# executors cannot see the working folder: `-m jvm` does not repeat them on local[2], and
+# Apache Spark Connect, whose server is such a JVM, loads into a bucket in the cursor's test
+# below.
 @pytest.mark.connect
 @pytest.mark.cluster
-@pytest.mark.spark_connect
 def test_append_replace_merge_with_nested_tables_and_scd2(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     pipeline = bucket_pipeline(s3_bucket, tmp_path)
 
@@ -280,6 +281,7 @@ def numbered(upto: int, updated: Any = sl.incremental("n")) -> Any:  # noqa: B00
 
 @pytest.mark.connect
 @pytest.mark.cluster
+@pytest.mark.spark_connect
 def test_a_cursor_resumes_from_the_bucket_in_an_empty_working_folder(
     s3_bucket: S3Bucket, tmp_path: Path
 ) -> None:

@@ -48,9 +48,17 @@ print("PYTHON", pipeline.spark.sparkContext.getConf().get("spark.pyspark.python"
 """
 
 
-def run_child(code: str, tmp_path: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+def run_child(
+    code: str, tmp_path: Path, *, empty_cache: bool = False, **variables: str
+) -> subprocess.CompletedProcess[str]:
+    """``code`` in a process of its own on a JVM sparkload starts (``local[1]``). With
+    ``empty_cache``, the child's cache is a folder of its own under ``tmp_path``, so its JVM
+    resolves the Delta jars with Ivy; otherwise it takes the jars the run already resolved
+    (tests/engines.py), as a user's second start does, and saves that resolution."""
     env = {k: v for k, v in os.environ.items() if k not in ("SPARKLOAD_SPARK_REMOTE", "PYSPARK_PYTHON")}
-    env.update(SPARKLOAD_SPARK_MASTER="local[1]", XDG_CACHE_HOME=str(tmp_path / "cache"), **variables)
+    env.update(SPARKLOAD_SPARK_MASTER="local[1]", **variables)
+    if empty_cache:
+        env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent(code))
     work = tmp_path / f"run{len(list(tmp_path.glob('run*')))}"
@@ -66,10 +74,12 @@ def printed(done: subprocess.CompletedProcess[str], label: str) -> str:
 class TwoStarts:
     def __init__(self, tmp_path: Path) -> None:
         self.tmp_path = tmp_path
-        self.first = run_child(START, tmp_path)
+        self.first = run_child(START, tmp_path, empty_cache=True)
         self.cache_after_first = (tmp_path / "cache" / "sparkload" / "delta-jars.json").is_file()
         # Python workers made impossible: PYSPARK_PYTHON names no program.
-        self.second = run_child(LOADS, tmp_path, PYSPARK_PYTHON=str(tmp_path / "no-such-python"))
+        self.second = run_child(
+            LOADS, tmp_path, empty_cache=True, PYSPARK_PYTHON=str(tmp_path / "no-such-python")
+        )
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from test_jvm_lean import run_child
 
+import sparkload as sl
+
 TUNED = (
     "spark.sql.shuffle.partitions",
     "spark.databricks.delta.snapshotPartitions",
@@ -20,15 +22,6 @@ PRINT_TUNED = f"""
 made = pipeline.spark._jsparkSession.sessionState().conf().getAllConfs()
 for key in {TUNED!r}:
     print("SETTING", key, made.apply(key) if made.contains(key) else "(unset)")
-"""
-
-STARTED = """
-import sys
-import sparkload as sl
-
-pipeline = sl.pipeline("p", destination=sl.destinations.delta(sys.argv[1] + "/lake"),
-                       pipelines_dir=sys.argv[1] + "/pl")
-pipeline.run([{"id": 1}], table_name="t", write_disposition="merge", primary_key="id")
 """
 
 USERS = """
@@ -55,9 +48,15 @@ def settings(code: str, tmp_path: Path, **variables: str) -> dict[str, str]:
     return {key: value for _, key, value in lines}
 
 
-def test_a_local_session_sparkload_starts_has_its_partitions_sized_to_the_machine(tmp_path: Path) -> None:
+def test_a_local_session_sparkload_starts_has_its_partitions_sized_to_the_machine(
+    pipeline: sl.Pipeline,
+) -> None:
+    """The test process's own JVM session is one sparkload started for ``local[2]``
+    (tests/engines.py): read here, where a process of its own would pay a JVM start. A
+    test that left these settings changed would fail it too."""
+    made = pipeline.spark._jsparkSession.sessionState().conf().getAllConfs()
     cores = os.cpu_count() or 2
-    assert settings(STARTED, tmp_path) == {
+    assert {key: made.apply(key) if made.contains(key) else "(unset)" for key in TUNED} == {
         "spark.sql.shuffle.partitions": str(2 * cores),
         "spark.databricks.delta.snapshotPartitions": str(cores),
         "spark.sql.adaptive.enabled": "false",
