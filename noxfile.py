@@ -97,7 +97,9 @@ def airflow(session: nox.Session) -> None:
 #   disposition's statements once.
 # - `cluster`: tasks run on worker actors, so every statement whose plan reads staged files
 #   or Delta tables runs distributed: the dispositions and merges with nested tables,
-#   time-range replacement and restatement, the files the engine reads, DataFrames staged by
+#   time-range replacement and restatement (their statements, windows of each kind of time
+#   column and their failures; which intervals a schedule picks is Python, the main suite's),
+#   the files the engine reads, DataFrames staged by
 #   the engine, a commit landing between a merge's preparing and its commit, a bucket. Its
 #   commits are the driver's, as on `connect`: the two-process races run there only.
 # - `jvm`: Apache Spark with delta-spark. A JVM Spark is several times slower per small
@@ -112,19 +114,20 @@ def airflow(session: nox.Session) -> None:
 #   writing nothing twice, a commit race, and a process killed at each commit (the table
 #   commits and the state commit; extract and normalize are the same Python on every
 #   engine), the runs no kill interrupts in the test process's own JVM; a bucket as the
-#   destination (tests/test_bucket.py: S3A's settings and failures, the statements, a
-#   resume; tests/jvm/test_bucket_log_store.py: hadoop-aws and fs.s3a.* on the JVM
+#   destination (tests/test_bucket.py: S3A's settings and failures, the loads and a resume
+#   being the standalone cluster's, tests/standalone, whose executors are JVMs apart from
+#   the working folder; tests/jvm/test_bucket_log_store.py: hadoop-aws and fs.s3a.* on the JVM
 #   sparkload starts, following later settings, and the refusal on delta-spark's
 #   default log store). The Sail-only bucket races (conditional PUT) are not its.
 # - `spark_connect`: Apache Spark's own Spark Connect server (JVM, with delta-spark): what
 #   differs from the classic JVM session is the client and its protocol, not Delta, whose
-#   MERGE statements the classic session's run covers. So: the dispositions once (by name
-#   in the server's catalog), a resume from the catalog's state table and a load finished
-#   after a failure, a history the client cannot read, nested and native nested columns,
-#   the user's session and DataFrames left as found, the quickstart; and a bucket
-#   (tests/test_bucket.py: the server started with hadoop-aws and fs.s3a.* for the S3 API
-#   server, as a server deployed beside a bucket is, its statements, and refused on
-#   delta-spark's default log store as a classic session is).
+#   MERGE statements, commit protocol and history the classic session's run covers. So:
+#   the dispositions once (by name in the server's catalog), a resume from the catalog's
+#   state table, nested and native nested columns, the user's session and DataFrames left
+#   as found, the quickstart; and a bucket (tests/test_bucket.py: the server started with
+#   hadoop-aws and fs.s3a.* for the S3 API server, as a server deployed beside a bucket is,
+#   loads and a cursor's resume from the bucket, and refused on delta-spark's default log
+#   store as a classic session is).
 # Each engine session ends with its slowest tests, to show where its time goes.
 DURATIONS = ("--durations=15",)
 # Two pytest-xdist workers, each with an engine of its own (tests/engines.py), each test file
@@ -260,13 +263,12 @@ def lint(session: nox.Session) -> None:
 # The sessions `.ci/run` runs after the main suite, in two lanes side by side. Alone, the
 # JVM session keeps about 1.4 cores of two busy and the others between one and 1.7, with
 # installs and server starts that wait on the network and the disk; side by side the two
-# lanes keep 1.9 busy. The lanes take about as long as each other: the JVM session (15
-# minutes there) and the standalone cluster after it in one, everything else in the other
-# (the standalone cluster at the other lane's end ran beside the JVM session's end, and the
-# whole took longer: docs/engines.md, "Two lanes side by side"). Apache Spark's Spark
-# Connect server resolves its jars with Ivy as it starts: after `connect` and `cluster`, when
-# the JVM session's own first resolutions (the Delta jars, hadoop-aws) are long done, so
-# that no two JVMs fetch a jar into Ivy's cache at once.
+# lanes keep 1.9 busy. The lanes take about as long as each other: the JVM session (about
+# 16 minutes there) in one, everything else in the other, the standalone cluster last
+# (docs/engines.md, "Two lanes side by side"). Apache Spark's Spark Connect server and the
+# standalone cluster resolve their jars with Ivy as they start: after `connect` and
+# `cluster`, when the JVM session's own first resolutions (the Delta jars, hadoop-aws) are
+# long done, so that no two JVMs fetch a jar into Ivy's cache at once.
 CI_LANES: tuple[tuple[str, ...], ...] = (
     ("spark",),
     (

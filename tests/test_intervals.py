@@ -149,7 +149,6 @@ def test_hourly_model_backfills_60_intervals_then_loads_only_the_24_unprocessed_
     assert len({loads[i] for i in range(60, 84)} - first_load) == 1
 
 
-@pytest.mark.cluster
 def test_daily_model_has_three_intervals_and_skips_todays_incomplete_one(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 60))  # the source has data up to 12pm today
     pipeline.run(feed.resource(cron="@daily"), execution_time=NOON)
@@ -166,7 +165,6 @@ def test_daily_model_has_three_intervals_and_skips_todays_incomplete_one(pipelin
     assert row_count(pipeline, "events") == 48
 
 
-@pytest.mark.cluster
 def test_allow_partials_loads_an_incomplete_day_when_the_cron_is_due_and_records_it(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -206,7 +204,6 @@ def test_allow_partials_loads_an_incomplete_day_when_the_cron_is_due_and_records
     assert ledger(pipeline) == [span(TWO_DAYS_AGO, TODAY + DAY)]
 
 
-@pytest.mark.cluster
 def test_allow_partials_loads_nothing_until_the_cron_is_due(pipeline: sl.Pipeline) -> None:
     """A daily cron with partials at noon: the cron last ticked at midnight, so only the
     complete days are loaded (before, sparkload loaded today's partial on every run)."""
@@ -219,7 +216,6 @@ def test_allow_partials_loads_nothing_until_the_cron_is_due(pipeline: sl.Pipelin
 # -- 001_ "Running run": the cron decides whether a run does anything -------------------------
 
 
-@pytest.mark.cluster
 def test_a_daily_resource_run_every_hour_does_nothing_until_a_day_has_passed(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 96))
     pipeline.run(feed.resource(cron="@daily"), execution_time=TODAY)
@@ -269,7 +265,6 @@ def test_an_hourly_and_a_daily_resource_run_every_hour_load_hourly_and_once_a_da
     assert len(commits(pipeline, "hourly")) == 25
 
 
-@pytest.mark.cluster
 def test_moving_start_earlier_loads_only_the_intervals_before_the_old_start(pipeline: sl.Pipeline) -> None:
     """Missing intervals are all intervals minus the ledger (001_… "Counting time"), not
     "everything after the newest loaded time": a start moved back leaves a gap before the
@@ -291,7 +286,6 @@ def test_moving_start_earlier_loads_only_the_intervals_before_the_old_start(pipe
     assert {i: loads[i] for i in first_load} == first_load  # the processed days untouched
 
 
-@pytest.mark.cluster
 def test_lookback_after_a_gap_also_reloads_the_newest_intervals(pipeline: sl.Pipeline) -> None:
     """SQLMesh's ``compute_missing_intervals``: once any interval is missing, the last
     ``lookback`` intervals of the range are loaded again besides the ``lookback`` before each
@@ -408,7 +402,6 @@ def test_the_leak_guard_keeps_rows_of_other_windows_already_in_the_table(pipelin
     assert ("leak",) not in project(pipeline, "events__tags", "value")
 
 
-@pytest.mark.cluster
 def test_rows_dropped_in_an_earlier_batch_are_listed_in_the_runs_notes(pipeline: sl.Pipeline) -> None:
     calls: list[datetime.datetime] = []
 
@@ -646,7 +639,6 @@ def test_a_missing_time_column_fails_naming_it(pipeline: sl.Pipeline) -> None:
 # -- SQLMesh's macro values -------------------------------------------------------------------
 
 
-@pytest.mark.cluster
 def test_start_ds_end_ds_start_dt_end_dt_of_a_three_day_batch(pipeline: sl.Pipeline) -> None:
     seen: list[tuple[Any, ...]] = []
 
@@ -730,7 +722,6 @@ def test_a_ledger_recorded_on_the_cron_ticks_still_counts_where_it_covers_whole_
 # -- a source mixing interval and plain resources ------------------------------------------------
 
 
-@pytest.mark.cluster
 def test_a_plain_resource_runs_once_in_the_first_package_the_interval_one_per_batch(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -761,7 +752,6 @@ def test_a_plain_resource_runs_once_in_the_first_package_the_interval_one_per_ba
     assert row_count(pipeline, "events") == 72
 
 
-@pytest.mark.cluster
 def test_a_transformer_of_an_interval_resource_runs_with_every_batch(pipeline: sl.Pipeline) -> None:
     feed = Feed(daily_rows(TWO_DAYS_AGO, 3, per_day=1))
     events = feed.resource(cron="@daily", batch_size=1)
@@ -795,7 +785,6 @@ def test_a_transformer_of_an_interval_resource_runs_with_every_batch(pipeline: s
 # -- end= --------------------------------------------------------------------------------------
 
 
-@pytest.mark.cluster
 def test_no_intervals_are_loaded_after_end(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 10 * 24))
     end = TWO_DAYS_AGO + 3 * DAY
@@ -810,7 +799,6 @@ def test_no_intervals_are_loaded_after_end(pipeline: sl.Pipeline) -> None:
     assert row_count(pipeline, "events") == 72
 
 
-@pytest.mark.cluster
 def test_an_end_inside_an_interval_extends_to_that_intervals_end(pipeline: sl.Pipeline) -> None:
     """SQLMesh loads the interval an end cuts, whole (before, sparkload dropped it)."""
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 10 * 24))
@@ -820,7 +808,6 @@ def test_an_end_inside_an_interval_extends_to_that_intervals_end(pipeline: sl.Pi
     assert row_count(pipeline, "events") == 72
 
 
-@pytest.mark.cluster
 def test_a_date_end_is_the_whole_day(pipeline: sl.Pipeline) -> None:
     feed = Feed(hourly_rows(TWO_DAYS_AGO, 10 * 24))
     end = (TWO_DAYS_AGO + DAY).date().isoformat()
@@ -839,7 +826,6 @@ def test_a_date_end_before_a_datetime_start_is_refused() -> None:
 # -- the strategy needs the argument -------------------------------------------------------------
 
 
-@pytest.mark.cluster
 def test_the_time_range_strategy_without_intervals_fails_clearly(pipeline: sl.Pipeline) -> None:
     @sl.resource(name="plain", write_disposition={"disposition": "merge", "strategy": "time-range"})
     def plain() -> Iterator[Any]:
@@ -865,7 +851,6 @@ def test_the_time_range_strategy_without_intervals_fails_clearly(pipeline: sl.Pi
     ],
     ids=["pendulum", "pendulum-berlin", "aware", "naive", "iso-text", "iso-date"],
 )
-@pytest.mark.cluster
 def test_execution_time_takes_every_form_a_user_passes(make_pipeline: Any, execution_time: Any) -> None:
     """pendulum's DateTime (what ``pendulum.datetime`` and Airflow hand out), stdlib aware and
     naive datetimes and ISO text all mean the same moment: the same two days load."""
@@ -881,7 +866,6 @@ def test_execution_time_takes_every_form_a_user_passes(make_pipeline: Any, execu
 # -- a run over a given range (SQLMesh's ``run --start --end``) ---------------------------------
 
 
-@pytest.mark.cluster
 def test_a_run_over_a_range_loads_only_the_missing_intervals_inside_it(pipeline: sl.Pipeline) -> None:
     """As ``sqlmesh run --start --end``: the missing intervals inside [start, end] (a date end
     is its whole day, a start inside an interval takes that interval), recorded; the rest
@@ -904,7 +888,6 @@ def test_a_run_over_a_range_loads_only_the_missing_intervals_inside_it(pipeline:
     assert feed.calls == [(start, start + DAY), (start + 4 * DAY, TODAY)]
 
 
-@pytest.mark.cluster
 def test_a_run_over_a_range_applies_lookback_within_it(pipeline: sl.Pipeline) -> None:
     """SQLMesh counts the lookback of a ranged run over the range's own intervals."""
     feed = Feed()
@@ -918,7 +901,6 @@ def test_a_run_over_a_range_applies_lookback_within_it(pipeline: sl.Pipeline) ->
     assert feed.calls == [(start + 3 * DAY, start + 5 * DAY)]
 
 
-@pytest.mark.cluster
 def test_a_run_range_ending_before_its_start_is_refused(pipeline: sl.Pipeline) -> None:
     """SQLMesh refuses ``run --start "2024-10-21 10:00" --end 2024-10-21``: a date end is
     compared as its midnight there."""

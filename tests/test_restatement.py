@@ -17,9 +17,6 @@ from conftest import delta_rows
 import sparkload as sl
 from sparkload.exceptions import PipelineStepFailed
 
-# The engine sessions that run this file (noxfile.py says why).
-pytestmark = [pytest.mark.cluster]
-
 UTC = datetime.timezone.utc
 START = datetime.datetime(2024, 9, 20, tzinfo=UTC)
 NOW = datetime.datetime(2024, 9, 27, tzinfo=UTC)
@@ -68,6 +65,7 @@ def _daily_with_doubled(feed: Feed) -> Any:
     return both
 
 
+@pytest.mark.cluster
 @pytest.mark.jvm
 def test_restating_a_range_reloads_exactly_those_intervals(pipeline: sl.Pipeline) -> None:
     feed = Feed()
@@ -110,6 +108,7 @@ def _merged_users(rows: list[dict[str, Any]], initial: datetime.datetime) -> sl.
     return users
 
 
+@pytest.mark.cluster
 def test_a_non_idempotent_resource_is_fully_refreshed_when_the_start_reaches_its_own_start(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -278,6 +277,7 @@ def _appended_events(rows: list[dict[str, Any]], calls: list[int]) -> sl.Resourc
     return events
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("start", [day(2), day(3)], ids=["before its start", "at its start"])
 def test_an_append_resource_is_fully_refreshed_when_the_start_is_at_or_before_its_own(
     pipeline: sl.Pipeline, start: datetime.datetime
@@ -344,6 +344,7 @@ def test_a_restated_range_off_the_interval_bounds_reloads_every_interval_it_touc
     assert ledger == [[START.isoformat(), NOW.isoformat()]]
 
 
+@pytest.mark.cluster
 def test_a_skipped_restatement_writes_nothing(pipeline: sl.Pipeline) -> None:
     feed = Feed()
     pipeline.run(feed.daily(disable_restatement=True), execution_time=NOW)
@@ -362,6 +363,7 @@ def test_a_skipped_restatement_writes_nothing(pipeline: sl.Pipeline) -> None:
     assert not pipeline.has_pending_data
 
 
+@pytest.mark.cluster
 def test_an_allowed_scd2_restatement_clears_the_history_and_the_table_stays_scd2(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -390,6 +392,7 @@ def test_an_allowed_scd2_restatement_clears_the_history_and_the_table_stays_scd2
     assert [(r["v"], r["_sparkload_valid_to"] is None) for r in rows] == [("b", False), ("c", True)]
 
 
+@pytest.mark.cluster
 def test_a_full_refresh_keeps_the_merge_and_empties_nested_tables_in_one_commit_each(
     pipeline: sl.Pipeline,
 ) -> None:
@@ -425,6 +428,7 @@ def test_a_full_refresh_keeps_the_merge_and_empties_nested_tables_in_one_commit_
     assert pipeline.plan(users(rows)).incrementals == {"users.updated": day(3)}
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("deletes_in_refresh", [False, True], ids=["no-deletes", "with-deletes"])
 def test_a_full_refresh_forgets_the_tombstones_of_deleted_keys(
     pipeline: sl.Pipeline, deletes_in_refresh: bool
