@@ -32,7 +32,7 @@ SQLMESH_ENV = HERE.parents[1] / "benchmarks" / "sqlmesh_env.py"
 ORACLE = HERE / "sqlmesh_oracle.py"
 CASES = sqlmesh_cases.generate()
 # SPARKLOAD_SQLMESH_CASES="c001,c088" runs only those cases on both sides (SQLMesh's side
-# takes minutes for the whole grid); unset, every case runs.
+# takes a minute or more for the whole grid); unset, every case runs.
 _ONLY = {name.strip() for name in os.environ.get("SPARKLOAD_SQLMESH_CASES", "").split(",") if name.strip()}
 SELECTED = [case for case in CASES if not _ONLY or case["id"] in _ONLY]
 
