@@ -85,6 +85,43 @@ def test_a_run_giving_other_keys_merges_on_them_where_allowed(make_pipeline: Any
     assert _keys(pipeline) == (["k"], [])
 
 
+def test_a_run_giving_the_primary_key_alone_keeps_the_merge_key(pipeline: sl.Pipeline) -> None:
+    # dlt keeps each key until a load gives that key: the second merge, naming id alone,
+    # still replaces the rows of k = 1, so (2, 1, 5) goes (tests/dlt_diff's
+    # run_primary_key_keeps_the_tables_merge_key).
+    pipeline.run(
+        [{"id": 1, "k": 1, "n": 5}, {"id": 2, "k": 1, "n": 5}, {"id": 3, "k": 2, "n": 5}],
+        table_name="t",
+        write_disposition="merge",
+        columns={"id": {"primary_key": True}, "k": {"merge_key": True}},
+    )
+    pipeline.run([{"id": 1, "k": 1, "n": 6}], table_name="t", write_disposition="merge", primary_key="id")
+    assert _rows(pipeline) == [(1, 1, 6), (3, 2, 5)]
+    assert _keys(pipeline) == (["id"], ["k"])
+
+
+def test_an_upsert_after_a_merge_key_matches_by_the_primary_key_alone(pipeline: sl.Pipeline) -> None:
+    # dlt's upsert leaves the merge key out of its statement: the rows of k = 1 it does not
+    # name stay (tests/dlt_diff's upsert_after_a_recorded_merge_key).
+    pipeline.run(
+        [{"id": 1, "k": 1, "n": 5}, {"id": 2, "k": 1, "n": 5}],
+        table_name="t",
+        write_disposition="merge",
+        columns={"id": {"primary_key": True}, "k": {"merge_key": True}},
+    )
+    pipeline.run(
+        [{"id": 1, "k": 1, "n": 6}],
+        table_name="t",
+        write_disposition={"disposition": "merge", "strategy": "upsert"},
+        primary_key="id",
+    )
+    assert _rows(pipeline) == [(1, 1, 6), (2, 1, 5)]
+    # The upsert's load forgot the merge key, as dlt's does: a later delete-insert merge
+    # naming id alone merges on id.
+    pipeline.run([{"id": 3, "k": 1, "n": 7}], table_name="t", write_disposition="merge", primary_key="id")
+    assert _rows(pipeline) == [(1, 1, 6), (2, 1, 5), (3, 1, 7)]
+
+
 def test_keys_of_the_resource_are_unchanged(pipeline: sl.Pipeline) -> None:
     # dlt: a resource declaring its key merges on it every run: one row.
     @sl.resource(name="t", write_disposition="merge", primary_key="id")

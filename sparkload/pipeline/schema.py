@@ -82,7 +82,7 @@ def record(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
     """At extract, before ``resource_tables.record`` counts its tables as loaded: the hints
     of the tables it fills (each root table keeps the hints of the latest extract that
     filled it, which carry the recorded NOT NULL columns: see ``with_recorded_not_null``).
-    A table whose extract gives no keys keeps those recorded for it, whatever its
+    A table keeps each key recorded for it that its extract does not give, whatever its
     disposition, as dlt's stored schema keeps them: an append or replace run in between
     does not make a merge table keyless (``with_recorded_keys``)."""
     recorded: dict[str, TableHintsRecord] = {}
@@ -120,27 +120,40 @@ def with_recorded_not_null(state: PipelineState, tables: Iterable[ExtractedTable
 
 
 def with_recorded_keys(state: PipelineState, tables: Iterable[ExtractedTable]) -> None:
-    """Give each merged table whose extract gives neither key the keys recorded for it: as
-    in dlt, whose stored schema keeps the keys given once (by a column hint, ``primary_key=``
-    or an imported schema), so a later merge without them merges on them instead of
-    appending duplicate keys. An extract giving a key keeps its own (a change of keys stays
-    ``destructive``'s to judge); a table dropped since has no keys recorded."""
+    """Give each merged table the keys recorded for it that its extract does not give: as
+    in dlt, whose stored schema keeps a key given once (by a column hint, ``primary_key=``
+    or an imported schema) until a load gives that key anew, so a later merge without it
+    merges on it instead of appending duplicate keys, and a load naming its primary key
+    alone still replaces the rows of the merge key's partitions. A key the extract gives
+    is its own (a change of keys stays ``destructive``'s to judge); a table dropped since
+    has no keys recorded."""
     for table in tables:
         if table.hints.disposition == "merge":
             table.hints = _with_keys(table.hints, recorded_keys(state, table))
 
 
+# Strategies that match rows by the primary key alone: a merge key recorded by an earlier
+# delete-insert load is not theirs, and is forgotten by their load, as dlt's upsert leaves
+# it out of its statement and its stored schema.
+_PRIMARY_KEY_ONLY = ("upsert", "insert-only")
+
+
 def recorded_keys(state: PipelineState, table: ExtractedTable) -> dict[str, tuple[str, ...]]:
-    """The keys recorded for ``table`` when its extract gives none and it is still loaded
-    (a drop or a refresh dropping its resource forgets them, as dlt drops the table from its
-    schema); empty otherwise."""
-    if table.hints.primary_key or table.hints.merge_key:
-        return {}
+    """The keys recorded for ``table`` that its extract does not give, while it is still
+    loaded (a drop or a refresh dropping its resource forgets them, as dlt drops the table
+    from its schema); empty otherwise. Not the merge key for an upsert or insert-only load,
+    which forgets it."""
     loaded = _loaded_tables(state)
     if table.name not in loaded:
         return {}
     entry = ((state.get(SCHEMA_KEY) or {}).get("tables") or {}).get(table.name) or {}
-    return {hint: tuple(entry[hint]) for hint in KEY_HINTS if entry.get(hint)}
+    given = {"primary_key": table.hints.primary_key, "merge_key": table.hints.merge_key}
+    keys: dict[str, tuple[str, ...]] = {
+        hint: tuple(entry[hint]) for hint in KEY_HINTS if entry.get(hint) and not given[hint]
+    }
+    if table.hints.strategy in _PRIMARY_KEY_ONLY:
+        keys.pop("merge_key", None)
+    return keys
 
 
 def _with_keys(hints: LoadHints, keys: Mapping[str, tuple[str, ...]]) -> LoadHints:
