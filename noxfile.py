@@ -98,10 +98,10 @@ def airflow(session: nox.Session) -> None:
 # - `cluster`: tasks run on worker actors, so every statement whose plan reads staged files
 #   or Delta tables runs distributed: the dispositions and merges with nested tables,
 #   time-range replacement and restatement (their statements, windows of each kind of time
-#   column and their failures; which intervals a schedule picks is Python, the main suite's),
-#   the files the engine reads, DataFrames staged by
-#   the engine, a commit landing between a merge's preparing and its commit, a bucket. Its
-#   commits are the driver's, as on `connect`: the two-process races run there only.
+#   column and their failures; which intervals a schedule picks is Python, the main
+#   suite's), the files the engine reads, DataFrames staged by the engine, a commit landing
+#   between a merge's preparing and its commit, a bucket. Its commits are the driver's, as
+#   on `connect`: the two-process races run there only.
 # - `jvm`: Apache Spark with delta-spark. A JVM Spark is several times slower per small
 #   statement and each process a test starts pays a JVM's start, so its run takes each
 #   statement, commit protocol and failure mode of the JVM once: each disposition's and
@@ -116,8 +116,8 @@ def airflow(session: nox.Session) -> None:
 #   engine), the runs no kill interrupts in the test process's own JVM; a bucket as the
 #   destination (tests/test_bucket.py: S3A's settings and failures, the loads and a resume
 #   being the standalone cluster's, tests/standalone, whose executors are JVMs apart from
-#   the working folder; tests/jvm/test_bucket_log_store.py: hadoop-aws and fs.s3a.* on the JVM
-#   sparkload starts, following later settings, and the refusal on delta-spark's
+#   the working folder; tests/jvm/test_bucket_log_store.py: hadoop-aws and fs.s3a.* on the
+#   JVM sparkload starts, following later settings, and the refusal on delta-spark's
 #   default log store). The Sail-only bucket races (conditional PUT) are not its.
 # - `spark_connect`: Apache Spark's own Spark Connect server (JVM, with delta-spark): what
 #   differs from the classic JVM session is the client and its protocol, not Delta, whose
