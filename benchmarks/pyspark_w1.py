@@ -7,6 +7,10 @@ keyed by (id, pos). The first load writes both Delta tables; the second MERGEs t
 ``id`` and replaces the tags of every id it carries (a MERGE on ``id`` that deletes them,
 then an append of the new ones).
 
+With ``--infer-schema`` the job is not told the schema: it infers it over every record
+once (as sparkload must), reads both tables with it and casts ``ts``'s ISO strings to
+timestamps: what the same job costs when the schema is not known beforehand.
+
 Prints one JSON line like sparkload_w1.py's: {"engine_start", "first", "second", "rows"}.
 The master is ``SPARKLOAD_SPARK_MASTER`` (``local[2]`` when unset), with the settings
 sparkload gives a local session (so the two differ only in what they run).
@@ -54,12 +58,17 @@ def write_ndjson(path: Path, count: int, first: int) -> None:
             out.write(b"\n")
 
 
-def load(spark: Any, work: Path, label: str, count: int, first: int) -> None:
+def load(spark: Any, work: Path, label: str, count: int, first: int, infer: bool = False) -> None:
     from pyspark.sql import functions as F
 
     source = work / f"{label}.ndjson"
     write_ndjson(source, count, first)
-    rows = spark.read.schema(SCHEMA).json(str(source))
+    if infer:
+        # Not told the schema: inferred over every record once, the ISO strings then cast.
+        found = spark.read.json(str(source)).schema
+        rows = spark.read.schema(found).json(str(source)).withColumn("ts", F.col("ts").cast("timestamp"))
+    else:
+        rows = spark.read.schema(SCHEMA).json(str(source))
     root = rows.select(
         "id",
         F.col("user.name").alias("user__name"),
@@ -86,17 +95,17 @@ def load(spark: Any, work: Path, label: str, count: int, first: int) -> None:
     tags.write.format("delta").mode("append").save(tags_path)
 
 
-def main(work: Path) -> None:
+def main(work: Path, infer: bool = False) -> None:
     started = time.perf_counter()
     spark = start(os.environ.get("SPARKLOAD_SPARK_MASTER") or "local[2]")
     timings = {"engine_start": time.perf_counter() - started}
     for label, count, first in (("first", FIRST_LOAD, 0), ("second", SECOND_LOAD, SECOND_START)):
         started = time.perf_counter()
-        load(spark, work, label, count, first)
+        load(spark, work, label, count, first, infer)
         timings[label] = time.perf_counter() - started
     timings["rows"] = spark.read.format("delta").load(str(work / "lake" / "w1")).count()
     print(json.dumps(timings))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), infer="--infer-schema" in sys.argv[2:])

@@ -19,11 +19,17 @@ _lock = threading.Lock()
 _apache: dict[int, bool] = {}
 
 
+def is_classic(spark: Any) -> bool:
+    """Whether ``spark`` is a classic session, in this process's own JVM, rather than a
+    Spark Connect client."""
+    return "connect" not in type(spark).__module__
+
+
 def is_apache_spark(spark: Any) -> bool:
     """Whether ``spark`` is a session of Apache Spark (classic, Connect or Databricks)."""
     with _lock:
         known = _apache.get(id(spark))
-    if known is None and "connect" not in type(spark).__module__:
+    if known is None and is_classic(spark):
         # A classic session runs in Apache Spark's JVM (Sail speaks Spark Connect only);
         # asking it would be a job of its own on that JVM.
         known = True

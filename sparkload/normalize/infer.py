@@ -193,7 +193,7 @@ def profile(
         if start == 0:
             aggs.append(F.count(F.lit(1)).alias("__rows"))
         for index, name in enumerate(part, start):
-            strings += _column_aggregates(aggs, index, name, leaves[name], fit_tests, bounded)
+            strings += column_aggregates(aggs, index, name, leaves[name], fit_tests, bounded)
         start += len(part)
         stats.update(staged.read(read).agg(*aggs).collect()[0].asDict())
     second: list[int] = []
@@ -215,7 +215,7 @@ def _summarized(
     leaves: Mapping[str, T.DataType],
     bounded: Collection[str] | None,
 ) -> list[int]:
-    """The first pass's statistics, as ``_column_aggregates`` names them, from the Arrow
+    """The first pass's statistics, as ``column_aggregates`` names them, from the Arrow
     ``summary`` of the rows; returns the string columns' indexes."""
     stats["__rows"] = summary.rows
     strings = []
@@ -230,7 +230,7 @@ def _summarized(
     return strings
 
 
-def _column_aggregates(
+def column_aggregates(
     aggs: list[Column],
     index: int,
     name: str,

@@ -38,6 +38,7 @@ from sparkload.normalize.flat_json import arrow_schema, write_flat_json
 from sparkload.normalize.hinted_collisions import refuse_hints_on_collided_columns
 from sparkload.normalize.infer import ColumnSpec, infer_columns
 from sparkload.normalize.json_schema import INFER_ALL, SMALL_FILE_BYTES, needs_rewrite
+from sparkload.normalize.observed import observing
 from sparkload.normalize.slices import SLICE_COLUMNS, StagedTable
 from sparkload.normalize.staged_schema import keep_schema, stage
 from sparkload.normalize.system_keys import refuse_repeated_ids, take_system_columns
@@ -236,14 +237,10 @@ class TableNormalizer:
         columns = [leaf.selected() for leaf in flat.leaves]
         columns += [nested.column.alias(_NESTED_PREFIX + nested.table) for nested in flat.nested]
         columns += [row_id.alias(ID), F.lit(self.load_id).alias(LOAD_ID)]
-        staged = self._stage(raw.select(*columns), target)
+        staged, written = self._stage(raw.select(*columns), target, flat)
         if given_id is not None:
             refuse_repeated_ids(staged, table, self.load_id)
-        result = [
-            self._describe(
-                table, None, table, StagedTable(self.spark, target, staged.schema), flat, [ID, LOAD_ID]
-            )
-        ]
+        result = [self._describe(table, None, table, written, flat, [ID, LOAD_ID])]
         root_id = F.col(ID)
         for nested in flat.nested:
             result += self._nested(nested, staged, root_id, table, table, out_uri)
@@ -285,10 +282,15 @@ class TableNormalizer:
         size = sum(path.stat().st_size for path in json_files)
         return size <= SMALL_FILE_BYTES and is_apache_spark(self.spark)
 
-    def _stage(self, frame: DataFrame, target: str) -> DataFrame:
-        """Write ``frame`` as the Parquet folder ``target`` and read it back with the schema
-        it was written with (no read of the files' footers: on Apache Spark, a job)."""
-        return self.spark.read.schema(stage(frame, target)).parquet(target)
+    def _stage(self, frame: DataFrame, target: str, flat: Flattened) -> tuple[DataFrame, StagedTable]:
+        """Write ``frame`` as the Parquet folder ``target``; its rows read back with the
+        schema they were written with (no read of the files' footers: on Apache Spark, a
+        job), and the folder with the profile's first pass over ``flat``'s leaves where the
+        write could take it (normalize/observed.py)."""
+        frame, observed = observing(frame, [leaf.name for leaf in flat.leaves])
+        schema = stage(frame, target)
+        written = StagedTable(self.spark, target, schema, observed() if observed else None)
+        return self.spark.read.schema(schema).parquet(target), written
 
     def _nested(
         self,
@@ -328,12 +330,8 @@ class TableNormalizer:
             F.col(ROOT_ID),
         ]
         target = f"{out_uri}/{name}"
-        staged = self._stage(exploded.select(*columns), target)
-        result = [
-            self._describe(
-                name, parent_table, root, StagedTable(self.spark, target, staged.schema), flat, system
-            )
-        ]
+        staged, written = self._stage(exploded.select(*columns), target, flat)
+        result = [self._describe(name, parent_table, root, written, flat, system)]
         for inner in flat.nested:
             result += self._nested(inner, staged, F.col(ROOT_ID), root, name, out_uri)
         return result
