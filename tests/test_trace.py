@@ -489,3 +489,39 @@ def test_a_secret_of_digits_is_replaced_as_a_whole_number_and_never_inside_a_tim
     )
     record_secret("7c54329x")  # a secret of letters and digits stays replaced anywhere
     assert redact_text("k7c54329xk") == "k***k"
+
+
+def test_a_secret_of_digits_leaves_the_traces_own_timestamps_and_load_ids_as_they_are(
+    make_pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database port of 2026 is the year of every timestamp in a trace written in 2026,
+    and a six-digit secret can be a load id's fraction: replaced there, the trace could not
+    be read back ("Invalid isoformat string: '***-11-28T…'"). The trace's own texts stay;
+    the secret is still replaced in everything else."""
+    from sparkload.config import resolved
+
+    # This test's secrets stay its own: the process's other traces never see them.
+    monkeypatch.setattr(resolved, "_secrets", set(resolved._secrets))
+    monkeypatch.setattr(resolved, "_pattern", None)
+    year = datetime.datetime.now(datetime.timezone.utc).year
+    record_secret(year)
+    pipeline = make_pipeline(NAME)
+    info = pipeline.run(orders())
+    assert info.load_id is not None
+    fraction = info.load_id.split(".")[1]
+    record_secret(fraction)
+
+    written = saved(pipeline)  # redacted as the run saved it, knowing the year
+    assert datetime.datetime.fromisoformat(written["started_at"]).year == year
+    redacted = pipeline.last_trace.to_dict()  # knowing the load id's fraction too
+    assert PipelineTrace.from_dict(json.loads(json.dumps(redacted))).to_dict() == redacted
+    assert [step["load_id"] for step in redacted["steps"]] == [info.load_id] * 3
+    assert redacted["load_info"]["load_id"] == info.load_id
+    assert redacted["load_info"]["loads_ids"] == [info.load_id]
+    assert {table["load_id"] for table in redacted["load_info"]["tables"]} == {info.load_id}
+    assert all(
+        datetime.datetime.fromisoformat(step[key]).year == year
+        for step in redacted["steps"]
+        for key in ("started_at", "finished_at")
+    )
+    assert redact_text(f"port {year}, account {fraction}") == "port ***, account ***"

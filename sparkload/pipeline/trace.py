@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from sparkload.config.resolved import redact_strings, redact_text, resolved_names
+from sparkload.config.resolved import own_text, redact_strings, redact_text, resolved_names
 from sparkload.exceptions import PipelineStepFailed
 from sparkload.pipeline import html_tables
 from sparkload.pipeline.load_info import LoadInfo, StepTiming, load_details, load_summary
@@ -46,6 +46,7 @@ class TraceStep:
     def to_dict(self) -> dict[str, Any]:
         return {
             **dataclasses.asdict(self),
+            "load_id": own_text(self.load_id),
             "started_at": _iso(self.started_at),
             "finished_at": _iso(self.finished_at),
         }
@@ -213,8 +214,8 @@ class PipelineTrace:
             "finished_at": _iso(self.finished_at),
             "seconds": self.seconds,
             "steps": [step.to_dict() for step in self.steps],
-            "error": dataclasses.asdict(self.error) if self.error else None,
-            "load_info": self.last_load_info.to_dict() if self.last_load_info else None,
+            "error": _error_dict(self.error) if self.error else None,
+            "load_info": _load_info_dict(self.last_load_info) if self.last_load_info else None,
             "config": self.config,
         }
         redacted: dict[str, Any] = redact_strings(data)
@@ -303,7 +304,21 @@ def _type_name(error: BaseException) -> str:
 
 
 def _iso(moment: datetime.datetime | None) -> str | None:
-    return moment.isoformat() if moment is not None else None
+    return own_text(moment.isoformat()) if moment is not None else None
+
+
+# The trace's own texts (timestamps, load ids) are kept out of its redaction: see OwnText.
+def _error_dict(error: TraceError) -> dict[str, Any]:
+    return {**dataclasses.asdict(error), "load_id": own_text(error.load_id)}
+
+
+def _load_info_dict(info: LoadInfo) -> dict[str, Any]:
+    data = info.to_dict()
+    data["load_id"] = own_text(info.load_id)
+    data["loads_ids"] = [own_text(load_id) for load_id in info.loads_ids]
+    for key in ("tables", "rows_by_reason"):
+        data[key] = [{**entry, "load_id": own_text(entry["load_id"])} for entry in data[key]]
+    return data
 
 
 def _parse(text: str | None) -> datetime.datetime | None:
