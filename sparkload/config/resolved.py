@@ -90,14 +90,6 @@ def redact_text(text: str) -> str:
     return text if pattern is None else pattern.sub(REDACTED, text)
 
 
-@overload
-def redact_strings(value: dict[str, _V]) -> dict[str, object]: ...
-
-
-@overload
-def redact_strings(value: object) -> object: ...
-
-
 class OwnText(str):
     """A text sparkload makes itself (a timestamp, a load id), which ``redact_strings``
     leaves as it is: it holds no secret, and a secret of digits (a database port of 2026,
@@ -109,6 +101,14 @@ class OwnText(str):
 
 def own_text(text: str | None) -> OwnText | None:
     return None if text is None else OwnText(text)
+
+
+@overload
+def redact_strings(value: dict[str, _V]) -> dict[str, object]: ...
+
+
+@overload
+def redact_strings(value: object) -> object: ...
 
 
 def redact_strings(value: object) -> object:
