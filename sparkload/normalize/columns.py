@@ -160,9 +160,10 @@ def flatten(
         elif isinstance(dtype, T.StructType) and _nesting_allowed(field_level, max_nesting):
             flatten(dtype, column.getField, table, path, field_level + 1, max_nesting, out, whole)
         elif isinstance(dtype, T.ArrayType) and _holds_nothing(dtype.elementType):
-            # Lists that were empty, or held only None and empty dicts, in every row: nothing
-            # to load (and Parquet cannot write a struct without fields).
-            continue
+            if _nesting_allowed(field_level, max_nesting):
+                nested = _rows_without_values(make_path(table, path), column, dtype, field_level + 1)
+                out.nested.append(nested)
+            # Else kept whole, a value whose keys are None in every row: no column, as in dlt
         elif isinstance(dtype, T.ArrayType) and _nesting_allowed(field_level, max_nesting):
             out.nested.append(NestedList(make_path(table, path), column, dtype.elementType, field_level + 1))
         elif isinstance(dtype, T.NullType):
@@ -171,6 +172,31 @@ def flatten(
             out.leaves.append(Leaf(path, _as_typed(column, dtype, typed), typed, as_is and typed == dtype))
         # else: a value kept whole whose keys are None in every row: no column, as in dlt
     return out
+
+
+def _rows_without_values(table: str, column: Column, dtype: T.ArrayType, level: int) -> NestedList:
+    """The nested table of a list whose elements hold no value in every row (None, dicts of
+    None, empty dicts, lists of those): a row per element all the same, with its ids and
+    position and no column of its own, as dlt makes them. The elements are staged as
+    positions only (``_positions``): Parquet cannot write a struct without fields, and
+    values that are None make no column."""
+    return NestedList(table, _positions(column, dtype), _no_values(dtype.elementType), level)
+
+
+def _positions(column: Column, dtype: T.DataType) -> Column:
+    """``column`` (of a type that holds no value) with each element that is not a list
+    made ``true``: the same lists, nested as they were, that Parquet can write."""
+    if isinstance(dtype, T.ArrayType):
+        return F.transform(column, lambda element: _positions(element, dtype.elementType))
+    return F.lit(True)
+
+
+def _no_values(dtype: T.DataType) -> T.DataType:
+    """The element type ``_positions`` stages as flatten sees it: a dict of no keys for each
+    element that is not a list, so that it makes a row and no column."""
+    if isinstance(dtype, T.ArrayType):
+        return T.ArrayType(_no_values(dtype.elementType), True)
+    return T.StructType([])
 
 
 def _typed(dtype: T.DataType) -> T.DataType | None:
