@@ -9,10 +9,10 @@ again: one job less per table and load (on a local JVM, a job costs tenths of a 
 before it reads a row). The profile then reads it as it reads the summary Arrow keeps for
 the flat tables it writes (normalize/flat_json.py).
 
-Spark Connect sessions (Apache Spark's server and the embedded engine) keep the pass of
-its own: there a query's observed metrics come back with the results of the query that
-returns rows, and a write returns none. Tables of ``SLICE_COLUMNS`` leaves or more keep it
-too, where the profile asks slices of the columns apart (normalize/slices.py).
+Spark Connect sessions (Apache Spark's server, and the embedded engine, which speaks it)
+keep the pass of its own: observed metrics of a write sent over Spark Connect are not
+relied on (not tried there). Tables of ``SLICE_COLUMNS`` leaves or more keep it too, where
+the profile asks slices of the columns apart (normalize/slices.py).
 """
 
 from __future__ import annotations
