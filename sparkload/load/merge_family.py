@@ -205,9 +205,16 @@ def _replace_bounded(family: MergeFamily, target: DeltaTable, loaded: DataFrame)
     if new is None:
         return False
     ranges = [found for found in (key_bounds.key_range(gone, [ROOT_ID]), new) if found]
-    # The root rows of this load that are there now (a concurrent writer may have removed some).
-    present = root.read().where(new.renamed(ID).sql()).select(ID)
-    written = of_roots(loaded, present)
+    if family.writes_every_root_row and root.version() == version:
+        # The root is as this load's commit left it, which wrote every root row of the
+        # load: each nested row of the load has its root row there, and no read of the
+        # root is needed to find them.
+        written = loaded
+    else:
+        # The root rows of this load that are there now (a concurrent writer may have
+        # removed some, or the root's commit left some out).
+        present = root.read().where(new.renamed(ID).sql()).select(ID)
+        written = of_roots(loaded, present)
     predicate = merge_sql.either(*[found.sql() for found in ranges])
     if range_rewrite.usable(target, predicate, loaded):
 

@@ -71,6 +71,40 @@ def test_a_nested_merge_takes_the_replaced_root_ids_and_the_loads_rows_and_reads
     assert tags == sorted(tag for item in expected for tag in item["tags"])
 
 
+def test_a_nested_merge_after_a_root_commit_of_every_load_row_reads_no_root_row(
+    pipeline: sl.Pipeline,
+) -> None:
+    """The root's commit wrote every root row of the load and nothing has committed to the
+    root since: the nested MERGE takes the load's nested rows as they are, without reading
+    the root to find which of them have their root row there."""
+    merge(pipeline, items(0, 100, "x"))
+    before = len(executed_plans(pipeline.spark))
+    merge(pipeline, items(90, 110, "y"))
+    joins = [plan for plan in executed_plans(pipeline.spark)[before:] if "LeftSemi" in plan]
+    assert joins == []
+    tags = sorted(row["value"] for row in delta_rows(pipeline, "t__tags"))
+    assert tags == sorted(tag for item in [*items(0, 90, "x"), *items(90, 110, "y")] for tag in item["tags"])
+
+
+def test_a_nested_merge_after_a_root_commit_that_left_rows_out_keeps_only_their_nested_rows(
+    pipeline: sl.Pipeline,
+) -> None:
+    """A key twice in the load: the root keeps one of its rows, and the nested rows of the
+    other (whose root row was never written) stay out of the nested table."""
+    merge(pipeline, items(0, 10, "x"))
+    twice = [*items(5, 8, "y"), {"id": 6, "v": "z", "tags": ["z6a", "z6b"]}]
+    merge(pipeline, twice)
+    roots = {row["id"]: row for row in delta_rows(pipeline, "t")}
+    kept = roots[6]["v"]
+    assert kept in ("y", "z")
+    tags = sorted(row["value"] for row in delta_rows(pipeline, "t__tags"))
+    expected = [*items(0, 5, "x"), *items(5, 6, "y"), *items(7, 8, "y"), *items(8, 10, "x")]
+    expected.append({"tags": [f"{kept}6a", f"{kept}6b"]})
+    assert tags == sorted(tag for item in expected for tag in item["tags"])
+    by_id = {row["_sparkload_id"]: row["id"] for row in delta_rows(pipeline, "t")}
+    assert {by_id[row["_sparkload_root_id"]] for row in delta_rows(pipeline, "t__tags")} == set(range(10))
+
+
 def test_a_load_writes_files_of_about_the_target_size_where_the_engine_ignores_it(
     pipeline: sl.Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
