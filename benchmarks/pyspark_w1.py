@@ -11,6 +11,13 @@ With ``--infer-schema`` the job is not told the schema: it infers it over every 
 once (as sparkload must), reads both tables with it and casts ``ts``'s ISO strings to
 timestamps: what the same job costs when the schema is not known beforehand.
 
+With ``--checked`` it also does, before each load's writes, the work sparkload's
+guarantees ask of any design: the schema inferred over every record (a later 2.5 in an
+integer field is not cut to 2), one pass that profiles the columns (values per column,
+which strings hold ISO timestamps, the integers' bounds: the types come from the values)
+and the distinct ids counted (a merge must know whether a key repeats). It is the least a
+loader that infers its types can cost beside the anchor, however it is built.
+
 Prints one JSON line like sparkload_w1.py's: {"engine_start", "first", "second", "rows"}.
 The master is ``SPARKLOAD_SPARK_MASTER`` (``local[2]`` when unset), with the settings
 sparkload gives a local session (so the two differ only in what they run).
@@ -58,15 +65,20 @@ def write_ndjson(path: Path, count: int, first: int) -> None:
             out.write(b"\n")
 
 
-def load(spark: Any, work: Path, label: str, count: int, first: int, infer: bool = False) -> None:
+def load(
+    spark: Any, work: Path, label: str, count: int, first: int, infer: bool = False, checked: bool = False
+) -> None:
     from pyspark.sql import functions as F
 
     source = work / f"{label}.ndjson"
     write_ndjson(source, count, first)
-    if infer:
+    if infer or checked:
         # Not told the schema: inferred over every record once, the ISO strings then cast.
         found = spark.read.json(str(source)).schema
-        rows = spark.read.schema(found).json(str(source)).withColumn("ts", F.col("ts").cast("timestamp"))
+        rows = spark.read.schema(found).json(str(source))
+        if checked:
+            profile(rows)
+        rows = rows.withColumn("ts", F.col("ts").cast("timestamp"))
     else:
         rows = spark.read.schema(SCHEMA).json(str(source))
     root = rows.select(
@@ -95,17 +107,33 @@ def load(spark: Any, work: Path, label: str, count: int, first: int, infer: bool
     tags.write.format("delta").mode("append").save(tags_path)
 
 
-def main(work: Path, infer: bool = False) -> None:
+def profile(rows: Any) -> None:
+    """The checks sparkload makes before it writes (see ``--checked``): one pass over the
+    flattened columns, then the distinct ids."""
+    from pyspark.sql import functions as F
+
+    flat = rows.select("id", F.col("user.name").alias("name"), F.col("user.age").alias("age"), "amount", "ts")
+    iso = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}"
+    flat.agg(
+        F.count(F.lit(1)),
+        *[F.count(column) for column in flat.columns],
+        *[F.sum(F.when(F.col(c).rlike(iso), 1).otherwise(0)) for c in ("name", "ts")],
+        *[agg(c) for c in ("id", "age") for agg in (F.min, F.max)],
+    ).collect()
+    flat.select("id").distinct().count()
+
+
+def main(work: Path, infer: bool = False, checked: bool = False) -> None:
     started = time.perf_counter()
     spark = start(os.environ.get("SPARKLOAD_SPARK_MASTER") or "local[2]")
     timings = {"engine_start": time.perf_counter() - started}
     for label, count, first in (("first", FIRST_LOAD, 0), ("second", SECOND_LOAD, SECOND_START)):
         started = time.perf_counter()
-        load(spark, work, label, count, first, infer)
+        load(spark, work, label, count, first, infer, checked)
         timings[label] = time.perf_counter() - started
     timings["rows"] = spark.read.format("delta").load(str(work / "lake" / "w1")).count()
     print(json.dumps(timings))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), infer="--infer-schema" in sys.argv[2:])
+    main(Path(sys.argv[1]), infer="--infer-schema" in sys.argv[2:], checked="--checked" in sys.argv[2:])

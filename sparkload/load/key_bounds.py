@@ -13,7 +13,8 @@ no bounded column has no range, and its merge runs as a MERGE over the whole tab
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -45,32 +46,55 @@ class KeyRange:
         )
 
 
-def key_range(df: DataFrame, columns: Sequence[str]) -> KeyRange | None:
+def key_range(
+    df: DataFrame, columns: Sequence[str], known: Mapping[str, Sequence[Any]] | None = None
+) -> KeyRange | None:
     """The range over ``df`` of the columns of ``columns`` that can be bounded, from one
-    aggregation of ``df``; None when none can."""
+    aggregation of ``df``; None when none can. ``known`` holds [lowest, highest] of
+    columns whose range was observed where the rows were staged (``NormalizedTable.bounds``):
+    those need no aggregation. An observed range may be wider than the rows' (rows left out
+    since only narrow it), which bounds the same rows and at most reads a little more."""
     usable = [c for c in dict.fromkeys(columns) if _boundable(df.schema[c].dataType)]
     if not usable:
         return None
+    types = {column: df.schema[column].dataType for column in usable}
+    ranges = {c: (known[c][0], known[c][1]) for c in usable if known and _fits(known.get(c), types[c])}
+    asked = [c for c in usable if c not in ranges]
     aggregates = []
-    for index, column in enumerate(usable):
+    for index, column in enumerate(asked):
         value = F.col(quote(column))
         aggregates += [
             F.min(value).alias(f"lo{index}"),
             F.max(value).alias(f"hi{index}"),
             F.count(F.when(value.isNull(), 1)).alias(f"nulls{index}"),
         ]
-    found = df.agg(*aggregates).collect()[0]
+    found = df.agg(*aggregates).collect()[0] if aggregates else None
+    for index, column in enumerate(asked):
+        assert found is not None
+        if found[f"lo{index}"] is not None and not found[f"nulls{index}"]:
+            ranges[column] = (found[f"lo{index}"], found[f"hi{index}"])
     bounds = []
-    for index, column in enumerate(usable):
-        low, high = found[f"lo{index}"], found[f"hi{index}"]
-        if low is None or found[f"nulls{index}"]:
+    for column in usable:
+        if column not in ranges:
             continue
-        data_type = df.schema[column].dataType
+        low, high = ranges[column]
         try:
-            bounds.append((column, literal(low, data_type), literal(high, data_type)))
+            bounds.append((column, literal(low, types[column]), literal(high, types[column])))
         except UnrenderableLiteral:
             continue
     return KeyRange(tuple(bounds)) if bounds else None
+
+
+def _fits(observed: Sequence[Any] | None, data_type: T.DataType) -> bool:
+    """Whether the observed [lowest, highest] ``observed`` bounds a column of ``data_type``:
+    ints for an int column, strings for a string column (their order is the column's)."""
+    if observed is None or len(observed) != 2:
+        return False
+    if isinstance(data_type, T.IntegralType):
+        return all(isinstance(v, int) and not isinstance(v, bool) for v in observed)
+    if isinstance(data_type, T.StringType):
+        return all(isinstance(v, str) for v in observed)
+    return False
 
 
 def _boundable(data_type: T.DataType) -> bool:

@@ -146,7 +146,8 @@ def _delete_insert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> 
     keys = [
         (list(key), index == 1) for index, key in enumerate([config.primary_key, config.merge_key]) if key
     ]
-    ranges = [key_bounds.key_range(rows, key) for key, _ in keys]
+    known = family.bounds.get(family.root)
+    ranges = [key_bounds.key_range(rows, key, known) for key, _ in keys]
     markers = rows.select(
         *[F.col(quote(k)) for k in dict.fromkeys(c for key, _ in keys for c in key)]
     ).distinct()
@@ -179,7 +180,7 @@ def _upsert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> TableAc
         merge_sql.when_matched_update_all(),
         merge_sql.when_not_matched_insert_all(f"NOT ({deleting})" if deleting else None),
     ]
-    found = key_bounds.key_range(rows, key)
+    found = key_bounds.key_range(rows, key, family.bounds.get(family.root))
 
     def change(inside: DataFrame) -> tuple[DataFrame, DataFrame]:
         # A matched row is replaced by its update or deleted: either way it is not kept.
@@ -191,7 +192,7 @@ def _upsert(family: MergeFamily, rows: DataFrame, written: DataFrame) -> TableAc
 
 def _insert_only(family: MergeFamily, rows: DataFrame) -> TableAction:
     key = list(family.config.primary_key)
-    found = key_bounds.key_range(rows, key)
+    found = key_bounds.key_range(rows, key, family.bounds.get(family.root))
 
     def change(inside: DataFrame) -> tuple[DataFrame, DataFrame]:
         return _without_keys(rows, inside, key, null_safe=False), inside

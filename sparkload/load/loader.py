@@ -299,6 +299,7 @@ class Loader:
             has_duplicates=bool(config.primary_key)
             and root_info is not None
             and (root_info.distinct_keys is None or root_info.distinct_keys < root_info.rows),
+            bounds={t.name: t.bounds for t in family},
         )
         if config.strategy == "time-range":
             window = time_range.TimeRange.from_hints(hints)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -60,6 +61,8 @@ class MergeFamily:
     # duplicate, a delete or an older version), so each nested row of the load has its
     # root row in a root table this load created.
     writes_every_root_row: bool = False
+    # Per table, the ranges of columns normalize observed (``NormalizedTable.bounds``).
+    bounds: dict[str, dict[str, list[Any]]] = dataclasses.field(default_factory=dict)
 
     def table(self, name: str) -> DeltaTable:
         table = self.dataset.table(name)
@@ -201,7 +204,7 @@ def _replace_bounded(family: MergeFamily, target: DeltaTable, loaded: DataFrame)
     if gone is None:
         return False
     gone = gone.select(F.col(ID).alias(ROOT_ID))
-    new = key_bounds.key_range(loaded, [ROOT_ID])
+    new = key_bounds.key_range(loaded, [ROOT_ID], family.bounds.get(target.name))
     if new is None:
         return False
     ranges = [found for found in (key_bounds.key_range(gone, [ROOT_ID]), new) if found]

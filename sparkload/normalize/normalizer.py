@@ -75,6 +75,11 @@ class NormalizedTable:
     # Rows loaded although they broke a rule that only warns, by reason (an expectation
     # with on_violation="warn").
     warned: dict[str, int] = dataclasses.field(default_factory=dict)
+    # The smallest and largest value of the columns whose range the staging write observed
+    # (``key_bounds``): int columns read as they are staged and row id columns, where no
+    # row holds a NULL. Rows left out later only narrow a range, so these bound the rows
+    # the load writes (load/key_bounds.py).
+    bounds: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def rows_folder(self) -> str:
@@ -86,6 +91,8 @@ class NormalizedTable:
         # only for to_dict to replace them (seconds for a table of 10,000 columns).
         data = dataclasses.asdict(dataclasses.replace(self, columns=[]))
         data["columns"] = [column.to_dict() for column in self.columns]
+        if not self.bounds:
+            del data["bounds"]  # as packages written before the ranges were kept have it
         return data
 
     @classmethod
@@ -237,7 +244,7 @@ class TableNormalizer:
         columns = [leaf.selected() for leaf in flat.leaves]
         columns += [nested.column.alias(_NESTED_PREFIX + nested.table) for nested in flat.nested]
         columns += [row_id.alias(ID), F.lit(self.load_id).alias(LOAD_ID)]
-        staged, written = self._stage(raw.select(*columns), target, flat)
+        staged, written = self._stage(raw.select(*columns), target, flat, ids=[ID])
         if given_id is not None:
             refuse_repeated_ids(staged, table, self.load_id)
         result = [self._describe(table, None, table, written, flat, [ID, LOAD_ID])]
@@ -282,12 +289,15 @@ class TableNormalizer:
         size = sum(path.stat().st_size for path in json_files)
         return size <= SMALL_FILE_BYTES and is_apache_spark(self.spark)
 
-    def _stage(self, frame: DataFrame, target: str, flat: Flattened) -> tuple[DataFrame, StagedTable]:
+    def _stage(
+        self, frame: DataFrame, target: str, flat: Flattened, ids: list[str]
+    ) -> tuple[DataFrame, StagedTable]:
         """Write ``frame`` as the Parquet folder ``target``; its rows read back with the
         schema they were written with (no read of the files' footers: on Apache Spark, a
-        job), and the folder with the profile's first pass over ``flat``'s leaves where the
-        write could take it (normalize/observed.py)."""
-        frame, observed = observing(frame, [leaf.name for leaf in flat.leaves])
+        job), and the folder with the profile's first pass over ``flat``'s leaves and the
+        range of its row id columns ``ids`` where the write could take them
+        (normalize/observed.py)."""
+        frame, observed = observing(frame, [leaf.name for leaf in flat.leaves], ids)
         schema = stage(frame, target)
         written = StagedTable(self.spark, target, schema, observed() if observed else None)
         return self.spark.read.schema(schema).parquet(target), written
@@ -330,7 +340,7 @@ class TableNormalizer:
             F.col(ROOT_ID),
         ]
         target = f"{out_uri}/{name}"
-        staged, written = self._stage(exploded.select(*columns), target, flat)
+        staged, written = self._stage(exploded.select(*columns), target, flat, ids=[ROOT_ID])
         result = [self._describe(name, parent_table, root, written, flat, system)]
         for inner in flat.nested:
             result += self._nested(inner, staged, F.col(ROOT_ID), root, name, out_uri)
@@ -371,13 +381,41 @@ class TableNormalizer:
         collisions = [f"{c.original!r} → {c.resolved}" for c in flat.collisions]
         for note in collisions:
             logger.warning("table '%s': column name collision resolved: %s", name, note)
-        return NormalizedTable(name, parent, root, rows, specs, system, collisions, distinct_keys)
+        bounds = _observed_bounds(staged, specs, rows)
+        return NormalizedTable(
+            name, parent, root, rows, specs, system, collisions, distinct_keys, bounds=bounds
+        )
 
     def _nested_column_hints(self, name: str, root: str) -> Mapping[str, Mapping[str, object]]:
         """The column hints of the nested table ``name`` (dlt's nested_hints), which are
         keyed by the table's path under its root table."""
         start = root + PATH_SEPARATOR
         return self.hints.nested_columns.get(name.removeprefix(start), {}) if name.startswith(start) else {}
+
+
+def _observed_bounds(staged: StagedTable, specs: list[ColumnSpec], rows: int) -> dict[str, list[Any]]:
+    """The ranges the staging write observed that hold for the table's rows as the load
+    reads them: of its row id columns, and of its int columns read as they are staged (a
+    column fed by other staged columns too, or converted, may hold values outside its
+    staged column's range). None where a column holds a NULL (no range holds it)."""
+    summary = staged.summary
+    if summary is None or not rows:
+        return {}
+    as_staged = [
+        spec.name
+        for spec in specs
+        if spec.plain
+        and spec.source == spec.name
+        and not spec.parts
+        and isinstance(spec.spark_type, T.IntegralType)
+    ]
+    bounds: dict[str, list[Any]] = {}
+    for name in [*as_staged, ID, ROOT_ID]:
+        column = summary.columns.get(name)
+        if column is None or column.values != rows or column.low is None or column.high is None:
+            continue
+        bounds[name] = [column.low, column.high]
+    return bounds
 
 
 def refuse_long_table_name(name: str, root: str) -> None:

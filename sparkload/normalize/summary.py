@@ -19,8 +19,10 @@ MAYBE_TYPED = r"^[\x00\[{0-9]"
 class ColumnSummary:
     values: int = 0  # values that are not NULL
     maybe_typed: int = 0  # of a string column: values that begin as a typed value could
-    low: int | None = None  # of an int column: its smallest and largest value
-    high: int | None = None
+    # Of an int column: its smallest and largest value (and of a row id column, observed
+    # where the engine writes the rows: its smallest and largest id).
+    low: int | str | None = None
+    high: int | str | None = None
 
 
 @dataclasses.dataclass

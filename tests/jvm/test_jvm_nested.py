@@ -86,6 +86,24 @@ def test_a_nested_merge_after_a_root_commit_of_every_load_row_reads_no_root_row(
     assert tags == sorted(tag for item in [*items(0, 90, "x"), *items(90, 110, "y")] for tag in item["tags"])
 
 
+def test_a_merge_bounds_its_commits_by_the_key_ranges_its_staging_write_observed(
+    pipeline: sl.Pipeline,
+) -> None:
+    """The range of the load's keys (the root's ``id``, the nested rows' root ids) is taken
+    by the write that staged them: the only range still asked of the engine is that of the
+    root ids the root commit removed, read from the root table's own files."""
+    merge(pipeline, items(0, 100, "x"))
+    before = len(executed_plans(pipeline.spark))
+    merge(pipeline, items(90, 110, "y"))
+    ranges = [plan for plan in executed_plans(pipeline.spark)[before:] if "nulls0" in plan]
+    assert len(ranges) == 1, ranges
+    table_files = f"{pipeline.dataset_uri}/t/part-"
+    assert table_files in ranges[0]
+    metrics = last_merge(pipeline, "t__tags")
+    assert metrics["numTargetRowsDeleted"] == 20 and metrics["numTargetRowsInserted"] == 40
+    assert sorted(row["id"] for row in delta_rows(pipeline, "t")) == list(range(110))
+
+
 def test_a_nested_merge_after_a_root_commit_that_left_rows_out_keeps_only_their_nested_rows(
     pipeline: sl.Pipeline,
 ) -> None:
