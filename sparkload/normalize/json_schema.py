@@ -51,8 +51,10 @@ def is_schema_too_deep(exc: Exception) -> bool:
 
 def is_case_ambiguity(exc: Exception) -> bool:
     """Whether the engine refused keys that differ only in case (``Id``, ``id``): it
-    resolves columns case-insensitively, as Spark does by default."""
-    return "Ambiguous case-insensitive" in str(exc)
+    resolves columns case-insensitively, as Spark does by default (Sail says the name is
+    ambiguous, Apache Spark's JSON inference that the column already exists)."""
+    text = str(exc)
+    return "Ambiguous case-insensitive" in text or "COLUMN_ALREADY_EXISTS" in text
 
 
 def needs_rewrite(exc: Exception) -> bool:
@@ -77,6 +79,8 @@ def infer_json_schema(spark: SparkSession, path: str, engine_path: str | None = 
     schema = _small_flat_schema(spark, path)
     if schema is None:
         schema = spark.read.options(**INFER_ALL).json(engine_path or path).schema
+        if is_apache_spark(spark):
+            schema = with_empty_dicts(schema, [Path(path)])
     with open(path, "rb") as staged:
         first = staged.readline()
     ordered = ordered_like(schema, orjson.loads(first)) if first.strip() else schema
@@ -145,6 +149,81 @@ def scalar_schema(lines: list[bytes]) -> T.StructType | None:
     # Spark orders inferred fields by name, comparing UTF-16 code units.
     names = sorted(fields, key=lambda name: name.encode("utf-16-be"))
     return T.StructType([T.StructField(name, fields[name], True) for name in names])
+
+
+def with_empty_dicts(schema: T.StructType, paths: list[Path]) -> T.StructType:
+    """``schema``, inferred by Apache Spark from the staged NDJSON ``paths``, with the fields
+    its inference deleted for holding only empty dicts (Spark drops a struct without fields,
+    SPARK-8093): a list of ``{}`` in every row is a nested row per element in dlt, which the
+    engine's read then gives (a read schema may hold a struct without fields). Only lines
+    holding ``{}`` (orjson writes an empty dict so) are parsed here; a file without one
+    costs one search of its bytes."""
+    shape: T.DataType | None = None
+    for path in paths:
+        data = path.read_bytes()
+        if b"{}" not in data:
+            continue
+        for line in data.splitlines():
+            if b"{}" in line:
+                try:
+                    shape = _merged_shape(shape, _empty_dict_shape(orjson.loads(line)))
+                except orjson.JSONDecodeError:
+                    continue  # the engine's read reports or rewrites it
+    if not isinstance(shape, T.StructType):
+        return schema
+    added = _with_shape(schema, shape)
+    return added if isinstance(added, T.StructType) else schema
+
+
+def _empty_dict_shape(value: JSONValue) -> T.DataType | None:
+    """The type of the parts of ``value`` that lead to an empty dict: a dict of those keys,
+    a list of those elements; None where no empty dict is reached."""
+    if isinstance(value, dict):
+        fields = [(key, _empty_dict_shape(item)) for key, item in value.items()]
+        kept = [T.StructField(key, found, True) for key, found in fields if found is not None]
+        return T.StructType(kept) if kept or not value else None
+    if isinstance(value, list):
+        element: T.DataType | None = None
+        for item in value:
+            element = _merged_shape(element, _empty_dict_shape(item))
+        return T.ArrayType(element, True) if element is not None else None
+    return None
+
+
+def _merged_shape(left: T.DataType | None, right: T.DataType | None) -> T.DataType | None:
+    if left is None or right is None:
+        return left if right is None else right
+    if isinstance(left, T.StructType) and isinstance(right, T.StructType):
+        fields = {field.name: field.dataType for field in left.fields}
+        for field in right.fields:
+            fields[field.name] = _merged_shape(fields.get(field.name), field.dataType) or field.dataType
+        return T.StructType([T.StructField(name, dtype, True) for name, dtype in fields.items()])
+    if isinstance(left, T.ArrayType) and isinstance(right, T.ArrayType):
+        element = _merged_shape(left.elementType, right.elementType)
+        return T.ArrayType(element or left.elementType, True)
+    return left  # a dict in some rows, a list in others: the engine's type decides
+
+
+def _with_shape(inferred: T.DataType | None, shape: T.DataType) -> T.DataType | None:
+    """``inferred`` with the fields of ``shape`` it lacks added; a field the engine typed
+    keeps its type. None where ``inferred`` is None and ``shape`` adds nothing."""
+    if inferred is None:
+        return shape
+    if isinstance(inferred, T.StructType) and isinstance(shape, T.StructType):
+        by_name = {field.name: field for field in inferred.fields}
+        fields = list(inferred.fields)
+        for field in shape.fields:
+            if field.name not in by_name:
+                fields.append(T.StructField(field.name, field.dataType, True))
+            else:
+                at = fields.index(by_name[field.name])
+                merged = _with_shape(by_name[field.name].dataType, field.dataType)
+                fields[at] = T.StructField(field.name, merged or by_name[field.name].dataType, True)
+        return T.StructType(fields)
+    if isinstance(inferred, T.ArrayType) and isinstance(shape, T.ArrayType):
+        element = _with_shape(inferred.elementType, shape.elementType)
+        return T.ArrayType(element or inferred.elementType, inferred.containsNull)
+    return inferred
 
 
 def ordered_like(data_type: T.DataType, sample: JSONValue) -> T.DataType:

@@ -37,7 +37,7 @@ from sparkload.normalize.conflicts import doubles_for_bigint_columns, preferred_
 from sparkload.normalize.flat_json import arrow_schema, write_flat_json
 from sparkload.normalize.hinted_collisions import refuse_hints_on_collided_columns
 from sparkload.normalize.infer import ColumnSpec, infer_columns
-from sparkload.normalize.json_schema import INFER_ALL, SMALL_FILE_BYTES, needs_rewrite
+from sparkload.normalize.json_schema import INFER_ALL, SMALL_FILE_BYTES, needs_rewrite, with_empty_dicts
 from sparkload.normalize.observed import observing
 from sparkload.normalize.slices import SLICE_COLUMNS, StagedTable
 from sparkload.normalize.staged_schema import keep_schema, stage
@@ -165,10 +165,15 @@ class TableNormalizer:
         frames = []
         json_dir = json_dir or extracted / JSON_DIR
         if json_dir.exists():
+            files = self._engine_files.engine_path(json_dir)
+            if schema is None and is_apache_spark(self.spark):
+                inferred = self.spark.read.options(**INFER_ALL).json(files).schema
+                listed = sorted(path for path in json_dir.iterdir() if path.is_file())
+                schema = with_empty_dicts(inferred, listed)
             reader = (
                 self.spark.read.schema(schema) if schema is not None else self.spark.read.options(**INFER_ALL)
             )
-            frames.append(reader.json(self._engine_files.engine_path(json_dir)))
+            frames.append(reader.json(files))
         if (extracted / ARROW_DIR).exists():
             frames.append(self.spark.read.parquet(self._engine_files.engine_path(extracted / ARROW_DIR)))
         # Each Spark DataFrame item is a folder of its own, with its own schema; they are
