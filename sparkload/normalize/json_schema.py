@@ -171,8 +171,7 @@ def with_empty_dicts(schema: T.StructType, paths: list[Path]) -> T.StructType:
                     continue  # the engine's read reports or rewrites it
     if not isinstance(shape, T.StructType):
         return schema
-    added = _with_shape(schema, shape)
-    return added if isinstance(added, T.StructType) else schema
+    return cast(T.StructType, _with_shape(schema, shape))
 
 
 def _empty_dict_shape(value: JSONValue) -> T.DataType | None:
@@ -204,25 +203,18 @@ def _merged_shape(left: T.DataType | None, right: T.DataType | None) -> T.DataTy
     return left  # a dict in some rows, a list in others: the engine's type decides
 
 
-def _with_shape(inferred: T.DataType | None, shape: T.DataType) -> T.DataType | None:
+def _with_shape(inferred: T.DataType, shape: T.DataType) -> T.DataType:
     """``inferred`` with the fields of ``shape`` it lacks added; a field the engine typed
-    keeps its type. None where ``inferred`` is None and ``shape`` adds nothing."""
-    if inferred is None:
-        return shape
+    keeps its type."""
     if isinstance(inferred, T.StructType) and isinstance(shape, T.StructType):
-        by_name = {field.name: field for field in inferred.fields}
-        fields = list(inferred.fields)
+        fields = {field.name: field for field in inferred.fields}
         for field in shape.fields:
-            if field.name not in by_name:
-                fields.append(T.StructField(field.name, field.dataType, True))
-            else:
-                at = fields.index(by_name[field.name])
-                merged = _with_shape(by_name[field.name].dataType, field.dataType)
-                fields[at] = T.StructField(field.name, merged or by_name[field.name].dataType, True)
-        return T.StructType(fields)
+            found = fields.get(field.name)
+            dtype = field.dataType if found is None else _with_shape(found.dataType, field.dataType)
+            fields[field.name] = T.StructField(field.name, dtype, True)
+        return T.StructType(list(fields.values()))
     if isinstance(inferred, T.ArrayType) and isinstance(shape, T.ArrayType):
-        element = _with_shape(inferred.elementType, shape.elementType)
-        return T.ArrayType(element or inferred.elementType, inferred.containsNull)
+        return T.ArrayType(_with_shape(inferred.elementType, shape.elementType), inferred.containsNull)
     return inferred
 
 
